@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import KEP, kep_env
+from tuiapp import config
+
+
+def write(p: Path, text: str) -> Path:
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    return p
+
+
+def test_project_overrides_user_and_rules_are_ordered(tmp_path: Path) -> None:
+    user = write(tmp_path / "user.toml", """
+model = "openai/gpt-5-mini"
+theme = "light"
+[[approval.rules]]
+tool = "execcmd"
+action = "deny"
+[tools]
+timeout = 12
+""")
+    root = tmp_path / "p"
+    write(root / "kep.toml", """
+model = "offline"
+[[approval.rules]]
+tool = "execcmd"
+args = "ls"
+action = "allow"
+[tools.timeouts]
+slow = 90
+""")
+    cfg = config.load(root, user_file=user)
+    assert cfg.model == "offline" and cfg.theme == "light"
+    assert [r.action for r in cfg.approval.rules] == ["allow", "deny"]  # project first
+    assert cfg.tools.timeout_for("slow") == 90 and cfg.tools.timeout_for("x") == 12
+    assert cfg.files == (user, root / "kep.toml")
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "fragment"),
+    [
+        ("[tools]\ntimeout = 'soon'\n", "tools.timeout", "expected a number"),
+        ("[[approval.rules]]\ntool = '('\naction = 'allow'\n", "approval.rules[1].tool", "invalid regex"),
+        ("[[approval.rules]]\ntool = 'x'\naction = 'maybe'\n", "approval.rules[1].action", "one of"),
+        ("[providers.mine]\nbase_url = 'http://x'\n", "providers.mine.api", "required"),
+        ("model = \n", "", "not valid TOML"),
+    ],
+)
+def test_invalid_config_names_file_and_key(tmp_path: Path, text: str, key: str, fragment: str) -> None:
+    root = tmp_path / "p"
+    f = write(root / "kep.toml", text)
+    with pytest.raises(config.ConfigError) as err:
+        config.load(root, user_file=tmp_path / "none.toml")
+    assert err.value.file == str(f) and err.value.key == key and fragment in err.value.message
+
+
+def test_add_rule_is_atomic_and_first(tmp_path: Path) -> None:
+    f = write(tmp_path / "kep.toml", 'model = "offline"\n[[approval.rules]]\ntool = "a"\naction = "ask"\n')
+    config.add_rule(f, "^shout$", "allow")
+    cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
+    assert [(r.tool, r.action) for r in cfg.approval.rules] == [("^shout$", "allow"), ("a", "ask")]
+    assert cfg.model == "offline"
+    assert not list(tmp_path.glob(".kep.toml.*"))  # no temp file left behind
+
+
+def test_masked_hides_secrets_but_not_env_names() -> None:
+    data = {"providers": {"x": {"api_key_env": "X_KEY", "headers": {"Authorization": "Bearer s3cret"}}}}
+    shown = config.masked(data)
+    assert shown["providers"]["x"]["api_key_env"] == "X_KEY"
+    assert shown["providers"]["x"]["headers"]["Authorization"] == "****"
+
+
+def test_project_root_is_nearest_ancestor(tmp_path: Path) -> None:
+    from tuiapp.paths import find_project_root
+
+    (tmp_path / "a" / "prompts").mkdir(parents=True)
+    deep = tmp_path / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    assert find_project_root(deep) == (tmp_path / "a").resolve()
+
+
+def test_cli_config_show_masks_and_bad_file_exits_2(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    write(root / "kep.toml", '[providers.corp]\napi = "chat"\nbase_url = "http://127.0.0.1:9"\n'
+                             '[providers.corp.headers]\nX-Api-Key = "topsecret"\n')
+    env = kep_env(CORP_KEY="zzz")
+    out = subprocess.run([*KEP, "config", "show", "--project", str(root)], capture_output=True,
+                         text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "topsecret" not in out.stdout and "****" in out.stdout
+    write(root / "kep.toml", "[tools]\ntimeout = -1\n")
+    out = subprocess.run([*KEP, "config", "show", "--project", str(root)], capture_output=True,
+                         text=True, env=env)
+    assert out.returncode == 2
+    assert "kep.toml: tools.timeout: must be positive" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_version_and_help() -> None:
+    out = subprocess.run([*KEP, "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().startswith("kep ")
+    out = subprocess.run([*KEP, "--help"], capture_output=True, text=True, check=True)
+    for sub in ("run", "functions", "call", "mcp", "sessions", "config", "init"):
+        assert sub in out.stdout
+    assert sys.executable

@@ -1,0 +1,3 @@
+from tuiapp.cli import main
+
+raise SystemExit(main())

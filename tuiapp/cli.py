@@ -1,0 +1,119 @@
+"""argv → one of: tui | run | functions | call | init | mcp | sessions | config.
+
+Every flag of every subcommand is declared here (one place for the CLI contract); the work is
+done by tuiapp.commands.<name>.main(args), imported only when that subcommand runs so that
+`kep --version` and the warm paths stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from tuiapp import __version__
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+# Flags accepted both before and after a subcommand. Below the top level their default is
+# SUPPRESS, so `kep --project X run` is not reset by run's own (absent) --project.
+
+def _common(p: argparse.ArgumentParser, top: bool = False) -> None:
+    p.add_argument("--project", metavar="DIR", default=None if top else argparse.SUPPRESS,
+                   help="project root (default: nearest dir with kep.toml or prompts/)")
+
+
+def _session_flags(p: argparse.ArgumentParser, top: bool = False) -> None:
+    d = {} if top else {"default": argparse.SUPPRESS}
+    p.add_argument("--model", "-m", metavar="M", help="PROVIDER/MODEL, or offline", **d)
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--continue", "-c", dest="continue_", action="store_true",
+                   help="resume the latest session of this project", **d)
+    g.add_argument("--session", metavar="ID", help="resume session ID", **d)
+    p.add_argument("--prompt", metavar="NAME", help="start from prompts/NAME.prompt", **d)
+    p.add_argument("--agent", metavar="NAME", help="start with agents/NAME (llm-functions)", **d)
+    p.add_argument("--set", metavar="K=V", action="append", dest="set_vars",
+                   help="set a prompt or agent variable (repeatable)",
+                   **(d or {"default": []}))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kep",
+        description="A terminal chat for LLMs with function calling. With no subcommand, opens the TUI.",
+    )
+    parser.add_argument("--version", action="version", version=f"kep {__version__}")
+    _common(parser, top=True)
+    _session_flags(parser, top=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("run", help="headless: one prompt, reply streamed to stdout")
+    _common(p)
+    _session_flags(p)
+    p.add_argument("text", nargs="?", metavar="PROMPT", help="the prompt (default: stdin)")
+    p.add_argument("--yes", "-y", action="store_true", help="allow calls the policy would ask about")
+    p.add_argument("--json", action="store_true", help="print one JSON event per line")
+    p.add_argument("--show-system", action="store_true", help="print the system prompt and exit")
+
+    p = sub.add_parser("functions", help="list the tools kep found")
+    _common(p)
+    p.add_argument("--json", action="store_true", help="a JSON array")
+    p.add_argument("--watch", action="store_true", help="print each registry change as it happens")
+    p.add_argument("--light-schema", action="store_true", help="print extension packs' Light Schema")
+
+    p = sub.add_parser("call", help="run one tool directly")
+    _common(p)
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("arguments", nargs="?", metavar="JSON", help="arguments (default: stdin)")
+    p.add_argument("--json", action="store_true", help="print one JSON result object")
+
+    p = sub.add_parser("init", help="copy the built-in functions into this project for editing")
+    _common(p)
+    p.add_argument("--force", action="store_true", help="overwrite files that exist")
+
+    p = sub.add_parser("mcp", help="MCP server")
+    msub = p.add_subparsers(dest="mcp_command", metavar="ACTION", required=True)
+    s = msub.add_parser("serve", help="serve this project's tools over MCP (stdio)")
+    _common(s)
+    s.add_argument("--allow-ask", action="store_true", help="also serve tools whose rule says ask")
+
+    p = sub.add_parser("sessions", help="list, show or export sessions")
+    _common(p)
+    ssub = p.add_subparsers(dest="sessions_command", metavar="ACTION")
+    s = ssub.add_parser("list", help="list sessions (default)")
+    _common(s)
+    s.add_argument("--all", action="store_true", help="every project, not only this one")
+    s = ssub.add_parser("show", help="print a session")
+    _common(s)
+    s.add_argument("id", metavar="ID")
+    s = ssub.add_parser("export", help="export a session")
+    _common(s)
+    s.add_argument("id", metavar="ID")
+    s.add_argument("--format", choices=("md", "json"), default="md")
+    s.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+
+    p = sub.add_parser("config", help="where the config is, and what it says")
+    _common(p)
+    csub = p.add_subparsers(dest="config_command", metavar="ACTION", required=True)
+    _common(csub.add_parser("path", help="print the config files kep reads"))
+    _common(csub.add_parser("show", help="print the merged config (secrets masked)"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command = args.command or "tui"
+    module = importlib.import_module(f"tuiapp.commands.{command}")
+    try:
+        return int(module.main(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        sys.stderr.close()  # the reader went away (`kep … | head`): not an error
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

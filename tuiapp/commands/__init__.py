@@ -1,0 +1,1 @@
+"""One module per `kep` subcommand; cli.py imports them lazily."""

@@ -1,0 +1,32 @@
+"""What every subcommand needs first: the project root and its config, or a clean exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from tuiapp import config, paths
+
+
+def project_root(args: argparse.Namespace) -> Path:
+    project = getattr(args, "project", None)
+    return Path(project).resolve() if project else paths.find_project_root()
+
+
+def load_config(args: argparse.Namespace) -> config.Config:
+    """Load user + project config; on a bad file print `kep: FILE: KEY: why` and exit 2."""
+    root = project_root(args)
+    if not root.is_dir():
+        fail(f"project directory {root} does not exist")
+    config.load_dotenv(root)
+    try:
+        return config.load(root)
+    except config.ConfigError as e:
+        fail(str(e))
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    print(f"kep: {message}", file=sys.stderr)
+    raise SystemExit(code)

@@ -1,0 +1,162 @@
+"""`kep run`: one prompt, headless. The reply streams to stdout; tool activity to stderr.
+
+Exit 0 ok, 1 provider or tool failure, 2 usage or config error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import TextIO
+
+from tuiapp.commands._common import fail, load_config
+from tuiapp.core import policy
+from tuiapp.core.conversation import Approval, Approver, allow_all, deny_all
+from tuiapp.core.events import (
+    Event,
+    MessageAdded,
+    Notice,
+    ProviderError,
+    Retrying,
+    TextDelta,
+    ToolCallDecided,
+    ToolCallRequested,
+    ToolFinished,
+)
+from tuiapp.core.messages import ToolCall
+from tuiapp.providers import ModelError, make_provider
+from tuiapp.tools.model import ToolSpec
+from tuiapp.workspace import Workspace
+
+STATUS_MARK = {"ok": "✔", "failed": "✗", "timed_out": "⏱", "cancelled": "⊘", "denied": "⊘"}
+
+
+class Printer:
+    """Events → stdout/stderr, as text or one JSON object per line."""
+
+    def __init__(self, as_json: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+        self.as_json, self.out, self.err = as_json, out, err
+        self.failed = False
+        self._at_line_start = True
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, ToolFinished) and event.status in ("failed", "timed_out"):
+            self.failed = True
+        if isinstance(event, ProviderError):
+            self.failed = True
+        if self.as_json:
+            self.out.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
+            self.out.flush()
+            return
+        if isinstance(event, TextDelta):
+            self.out.write(event.text)
+            self.out.flush()
+            self._at_line_start = event.text.endswith("\n")
+        elif isinstance(event, MessageAdded) and event.message.role == "assistant":
+            if not self._at_line_start:
+                self.out.write("\n")
+                self.out.flush()
+                self._at_line_start = True
+        elif isinstance(event, ToolCallRequested):
+            args = json.dumps(event.call.arguments, ensure_ascii=False)
+            self._note(f"→ {event.call.name} {args}")
+        elif isinstance(event, ToolCallDecided) and event.decision == "deny":
+            self._note(f"  denied: {event.rule}")
+        elif isinstance(event, ToolFinished):
+            code = "" if event.exit_code is None else f"exit {event.exit_code}, "
+            self._note(f"{STATUS_MARK.get(event.status, '?')} {event.name} {event.status} "
+                       f"({code}{event.duration_ms} ms)")
+        elif isinstance(event, Retrying):
+            self._note(f"retrying in {event.delay:g} s (attempt {event.attempt}): {event.reason}")
+        elif isinstance(event, ProviderError):
+            self._note(f"kep: provider error: {event.message}"
+                       + (" (partial reply kept; retry with --continue)" if event.partial else ""))
+        elif isinstance(event, Notice):
+            self._note(f"kep: {event.text}")
+
+    def _note(self, line: str) -> None:
+        self.err.write(line + "\n")
+        self.err.flush()
+
+
+def tty_approver() -> Approver:
+    """Ask on the terminal. Only used when stdin and stderr are a TTY."""
+
+    async def ask(call: ToolCall, spec: ToolSpec, verdict: policy.Verdict) -> Approval:
+        args = json.dumps(call.arguments, ensure_ascii=False)
+        prompt = f"Allow {call.name} {args}? ({verdict.rule}) [y/N] "
+        answer = await asyncio.to_thread(_read_answer, prompt)
+        return Approval(answer in ("y", "yes"))
+
+    return ask
+
+
+def _read_answer(prompt: str) -> str:
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower()
+
+
+def main(args: argparse.Namespace) -> int:
+    cfg = load_config(args)
+    ws = Workspace(cfg)
+    if args.show_system:
+        asyncio.run(ws.registry.refresh())
+        print(ws.system_prompt())
+        return 0
+    text = args.text
+    interactive = sys.stdin.isatty() and sys.stderr.isatty()
+    if text is None:
+        if sys.stdin.isatty():
+            fail("no prompt: give one as an argument or on stdin (see kep run --help)")
+        text = sys.stdin.read()
+        interactive = False  # stdin was the prompt: nobody can answer on it
+    if not text.strip():
+        fail("the prompt is empty")
+
+    from tuiapp.core.store import SessionRecorder, Store
+
+    store = Store.open()
+    history = []
+    session_id = None
+    model = args.model
+    if args.continue_ or args.session:
+        session_id = store.latest_session(ws.root) if args.continue_ else store.resolve_id(args.session)
+        if session_id is None:
+            fail("no earlier session in this project to continue" if args.continue_
+                 else f"no session {args.session!r}")
+        history = store.load_messages(session_id)
+        model = model or store.session_info(session_id).model
+    model = model or cfg.default_model()
+    try:
+        provider = make_provider(cfg, model)
+    except ModelError as e:
+        fail(str(e))
+    if session_id is None:
+        session_id = store.create_session(ws.root, model)
+
+    printer = Printer(args.json)
+    recorder = SessionRecorder(store, session_id)
+
+    def emit(event: Event) -> None:
+        recorder(event)
+        printer(event)
+
+    approver = allow_all if args.yes else (tty_approver() if interactive else deny_all)
+    runner = ws.runner(session_id)
+
+    async def go() -> str:
+        await ws.registry.refresh()
+        conv = ws.conversation(provider, runner, approver, emit, history)
+        try:
+            return await conv.turn(text)
+        finally:
+            await provider.aclose()
+
+    try:
+        stop = asyncio.run(go())
+    finally:
+        store.close()
+    return 1 if stop == "error" or printer.failed else 0

@@ -1,0 +1,1 @@
+"""The conversation core. Never imports textual (a test checks it)."""

@@ -1,0 +1,221 @@
+"""The turn loop: stream the model, decide and run its tool calls, send results back, repeat."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tuiapp.config import ApprovalConfig
+from tuiapp.core import policy
+from tuiapp.core.events import (
+    Event,
+    MessageAdded,
+    Notice,
+    ProviderError,
+    Retrying,
+    TextDelta,
+    ToolCallDecided,
+    ToolCallRequested,
+    ToolFinished,
+    TurnEnded,
+    TurnStarted,
+    Usage,
+)
+from tuiapp.core.messages import Message, ToolCall
+from tuiapp.providers.base import Provider, ProviderFailure, StreamEnd, stream_with_retries
+from tuiapp.tools.model import ToolSpec
+from tuiapp.tools.schema import arguments_error
+
+# A call identical to one already made this many times in the same turn is not run again.
+REPEAT_LIMIT = 2
+
+Emit = Callable[[Event], None]
+
+
+@dataclass(frozen=True)
+class Approval:
+    approved: bool
+    reason: str = ""
+    arguments: dict[str, Any] | None = None  # edited arguments, already validated by the UI
+
+
+class Approver(Protocol):
+    def __call__(
+        self, call: ToolCall, spec: ToolSpec, verdict: policy.Verdict
+    ) -> Awaitable[Approval]: ...
+
+
+class Executor(Protocol):
+    def __call__(self, spec: ToolSpec, call: ToolCall, emit: Emit) -> Awaitable[ToolFinished]: ...
+
+
+async def deny_all(call: ToolCall, spec: ToolSpec, verdict: policy.Verdict) -> Approval:
+    return Approval(False, "no one is there to approve it (no TTY); run with --yes to allow")
+
+
+async def allow_all(call: ToolCall, spec: ToolSpec, verdict: policy.Verdict) -> Approval:
+    return Approval(True)
+
+
+@dataclass
+class Conversation:
+    provider: Provider
+    tools: Callable[[], Mapping[str, ToolSpec]]  # read at every request: hot reload applies
+    approval: Callable[[], ApprovalConfig]  # likewise for config reload
+    approver: Approver
+    executor: Executor
+    emit: Emit
+    system: Callable[[], str | None] = lambda: None
+    max_steps: int = 25
+    history: list[Message] = field(default_factory=list)
+    env: Mapping[str, str] = field(default_factory=dict)  # for LLM_MCP_*_CONFIRM
+    usage: Usage = field(default_factory=Usage)
+    allow_only: Callable[[str], bool] | None = None  # `.functions` allow-list of a prompt
+
+    def _add(self, message: Message) -> None:
+        self.history.append(message)
+        self.emit(MessageAdded(message))
+
+    def visible_tools(self) -> dict[str, ToolSpec]:
+        tools = dict(self.tools())
+        if self.allow_only is not None:
+            tools = {k: v for k, v in tools.items() if self.allow_only(k)}
+        return tools
+
+    async def turn(self, text: str, images: Sequence[str] = ()) -> str:
+        """Add a user message and run the loop. Returns the stop reason."""
+        self.emit(TurnStarted(text))
+        self._add(Message("user", text, images=tuple(images)))
+        return await self.run_loop()
+
+    async def retry(self) -> str:
+        """Run the loop again after a failure; a trailing interrupted reply is dropped first
+        (it stays in the session record)."""
+        if self.history and self.history[-1].role == "assistant" and self.history[-1].interrupted:
+            self.history.pop()
+        return await self.run_loop()
+
+    async def run_loop(self) -> str:
+        seen: Counter[str] = Counter()
+        steps = 0
+        while True:
+            if steps >= self.max_steps:
+                self.emit(Notice(f"stopped after {steps} model requests (max_steps)", "warning"))
+                self.emit(TurnEnded("max_steps", steps))
+                return "max_steps"
+            steps += 1
+            outcome = await self._step()
+            if isinstance(outcome, str):
+                self.emit(TurnEnded(outcome, steps))
+                return outcome
+            await self._run_calls(outcome, seen)
+
+    async def _step(self) -> list[ToolCall] | str:
+        """One model request. Returns the tool calls to run, or a stop reason."""
+        tools = self.visible_tools()
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        stop = "end_turn"
+        try:
+            async for item in stream_with_retries(
+                self.provider, self.history, list(tools.values()), self.system()
+            ):
+                if isinstance(item, TextDelta):
+                    text.append(item.text)
+                    self.emit(item)
+                elif isinstance(item, ToolCall):
+                    calls.append(item)
+                elif isinstance(item, Usage):
+                    self.usage = Usage(
+                        self.usage.input_tokens + item.input_tokens,
+                        self.usage.output_tokens + item.output_tokens,
+                    )
+                    self.emit(self.usage)
+                elif isinstance(item, Retrying):
+                    self.emit(item)
+                elif isinstance(item, StreamEnd):
+                    stop = item.stop_reason
+        except ProviderFailure as e:
+            partial = "".join(text)
+            if partial:
+                self._add(Message("assistant", partial, interrupted=True))
+            self.emit(ProviderError(e.message, partial=bool(partial)))
+            return "error"
+        except asyncio.CancelledError:
+            # Esc: keep what arrived, marked interrupted, and let the cancel go on.
+            self._add(Message("assistant", "".join(text), interrupted=True))
+            self.emit(TurnEnded("interrupted"))
+            raise
+        self._add(Message("assistant", "".join(text), tool_calls=tuple(calls)))
+        if not calls:
+            return stop if stop != "tool_use" else "end_turn"
+        return calls
+
+    async def _run_calls(self, calls: list[ToolCall], seen: Counter[str]) -> None:
+        tools = self.visible_tools()
+        pending: list[Awaitable[ToolFinished]] = []
+        for call in calls:
+            spec = tools.get(call.name)
+            self.emit(ToolCallRequested(call, spec.source if spec else "", spec.format if spec else ""))
+            refusal = self._refusal(call, spec, tools, seen)
+            if refusal is not None:
+                pending.append(_done(self._finish_error(call, refusal)))
+                continue
+            assert spec is not None
+            verdict = policy.decide(call, self.approval(), self.env)
+            if verdict.action == "ask":
+                answer = await self.approver(call, spec, verdict)
+                self.emit(ToolCallDecided(call.id, "ask", verdict.rule, answer.approved,
+                                          answer.reason, answer.arguments))
+                if not answer.approved:
+                    why = f"the user denied this call: {answer.reason}" if answer.reason else (
+                        "the user denied this call")
+                    pending.append(_done(self._finish(call, "denied", why)))
+                    continue
+                if answer.arguments is not None:
+                    call = ToolCall(call.id, call.name, answer.arguments,
+                                    call.raw_arguments)
+            else:
+                self.emit(ToolCallDecided(call.id, verdict.action, verdict.rule))
+                if verdict.action == "deny":
+                    pending.append(_done(self._finish(call, "denied", f"denied by policy ({verdict.rule})")))
+                    continue
+            # Approved calls start at once and run side by side; results keep call order.
+            pending.append(asyncio.ensure_future(self.executor(spec, call, self.emit)))
+        results = await asyncio.gather(*pending)
+        for call, fin in zip(calls, results, strict=True):
+            self._add(Message("tool", fin.result, tool_call_id=call.id, name=call.name,
+                              is_error=fin.status != "ok"))
+
+    def _refusal(self, call: ToolCall, spec: ToolSpec | None, tools: Mapping[str, ToolSpec],
+                 seen: Counter[str]) -> str | None:
+        if spec is None:
+            names = ", ".join(sorted(tools)) or "none"
+            return f"unknown tool {call.name!r}; available tools: {names}"
+        if call.arguments_error:
+            return f"{call.arguments_error}. Call {call.name} again with a JSON object."
+        problem = arguments_error(spec.parameters, call.arguments)
+        if problem:
+            return f"invalid arguments for {call.name}: {problem}. Nothing was run."
+        key = f"{call.name}\0{call.canonical_arguments()}"
+        seen[key] += 1
+        if seen[key] > REPEAT_LIMIT:
+            return (f"this exact call ({call.name} with the same arguments) was already made "
+                    f"{REPEAT_LIMIT} times in this turn; it was not run again. Use the earlier "
+                    "result, change the arguments, or answer the user.")
+        return None
+
+    def _finish(self, call: ToolCall, status: str, result: str) -> ToolFinished:
+        fin = ToolFinished(call.id, call.name, status, None, 0, result)  # type: ignore[arg-type]
+        self.emit(fin)
+        return fin
+
+    def _finish_error(self, call: ToolCall, why: str) -> ToolFinished:
+        return self._finish(call, "failed", f"Error: {why}")
+
+
+async def _done(value: ToolFinished) -> ToolFinished:
+    return value

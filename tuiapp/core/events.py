@@ -1,0 +1,158 @@
+"""Everything the UI, the session store and `kep run --json` see, as frozen dataclasses.
+
+Tool call lifecycle: requested → (allowed | denied | asked → approved/denied/edited) →
+running → finished(ok | failed | cancelled | timed_out). Every step is one event.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tuiapp.core.messages import Message, ToolCall
+
+ToolStatus = Literal["ok", "failed", "cancelled", "timed_out", "denied"]
+Decision = Literal["allow", "ask", "deny"]
+
+
+@dataclass(frozen=True)
+class Event:
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"type": type(self).__name__}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, ToolCall):
+                call = v
+                v = {"id": call.id, "name": call.name, "arguments": call.arguments}
+                if call.arguments_error:
+                    v["arguments_error"] = call.arguments_error
+            elif isinstance(v, Message):
+                v = v.to_dict()
+            elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+                v = dataclasses.asdict(v)
+            d[f.name] = v
+        return d
+
+
+# ---- turn and model output -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TurnStarted(Event):
+    text: str
+
+
+@dataclass(frozen=True)
+class TextDelta(Event):
+    text: str
+
+
+@dataclass(frozen=True)
+class MessageAdded(Event):
+    """A message appended to the history (user, assistant, tool result). The session store
+    persists exactly these, so a resumed session is the history the model saw."""
+
+    message: Message
+
+
+@dataclass(frozen=True)
+class Usage(Event):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Retrying(Event):
+    attempt: int
+    delay: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class ProviderError(Event):
+    """The provider failed. `partial` is True when some of the reply had already arrived
+    (it is kept in history, marked interrupted, and the user can retry)."""
+
+    message: str
+    partial: bool = False
+
+
+@dataclass(frozen=True)
+class TurnEnded(Event):
+    stop_reason: str  # "end_turn" | "max_steps" | "interrupted" | "error" | "tool_use" …
+    steps: int = 0
+
+
+@dataclass(frozen=True)
+class Notice(Event):
+    text: str
+    level: Literal["info", "warning", "error"] = "info"
+
+
+# ---- tool calls ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ToolCallRequested(Event):
+    call: ToolCall
+    source: str = ""  # where the tool comes from (file path, mcp server)
+    format: str = ""
+
+
+@dataclass(frozen=True)
+class ToolCallDecided(Event):
+    """What the policy (and, for `ask`, the user) decided."""
+
+    call_id: str
+    decision: Decision  # the policy's verdict
+    rule: str  # human description of the rule that matched
+    approved: bool | None = None  # for ask: the user's answer
+    reason: str = ""  # deny reason typed by the user
+    edited_arguments: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ToolCallStarted(Event):
+    call_id: str
+    name: str
+    spool_path: str = ""
+
+
+@dataclass(frozen=True)
+class ToolOutput(Event):
+    call_id: str
+    stream: Literal["stdout", "stderr"]
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolFinished(Event):
+    call_id: str
+    name: str
+    status: ToolStatus
+    exit_code: int | None
+    duration_ms: int
+    result: str  # exactly what goes back to the model
+    truncated: bool = False
+    spool_path: str = ""
+
+
+# ---- registry --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RegistryChanged(Event):
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    broken: tuple[str, ...] = ()  # sources that became broken
+    recovered: tuple[str, ...] = ()  # sources that were broken and are ok again
+
+    def is_empty(self) -> bool:
+        return not (self.added or self.changed or self.removed or self.broken or self.recovered)
+
+    def summary(self) -> str:
+        parts = []
+        for label in ("added", "changed", "removed", "broken", "recovered"):
+            items = getattr(self, label)
+            if items:
+                parts.append(f"{label}: {', '.join(items)}")
+        return "; ".join(parts) or "no change"

@@ -1,0 +1,45 @@
+"""One module per wire protocol behind providers.base.Provider. SDKs are imported lazily."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tuiapp.config import Config
+    from tuiapp.providers.base import Provider
+
+# api → (module, class); a module is imported only when a model of that kind is chosen.
+_IMPLEMENTATIONS = {
+    "offline": ("tuiapp.providers.offline", "OfflineProvider"),
+    "responses": ("tuiapp.providers.openai_responses", "ResponsesProvider"),
+    "chat": ("tuiapp.providers.openai_chat", "ChatProvider"),
+    "anthropic": ("tuiapp.providers.anthropic", "AnthropicProvider"),
+}
+
+
+class ModelError(ValueError):
+    """A model name kep cannot use (unknown provider, missing key). Message is for the user."""
+
+
+def split_model(name: str) -> tuple[str, str]:
+    provider, _, model = name.strip().partition("/")
+    return provider, model
+
+
+def make_provider(config: Config, name: str) -> Provider:
+    provider_name, model = split_model(name)
+    pc = config.providers.get(provider_name)
+    if pc is None:
+        known = ", ".join(sorted(config.providers))
+        raise ModelError(f"unknown provider {provider_name!r} in model {name!r}; known: {known} "
+                         "(declare others as [providers.NAME] in kep.toml)")
+    if pc.api != "offline":
+        model = model or (pc.default_model or "")
+        if not model:
+            raise ModelError(f"model {name!r} names no model: use {provider_name}/MODEL")
+        if pc.api_key_env and not pc.api_key():
+            raise ModelError(f"{pc.api_key_env} is not set (needed for {provider_name}/…); "
+                             "export it or put it in the project's .env")
+    module, cls = _IMPLEMENTATIONS[pc.api]
+    return getattr(import_module(module), cls)(pc, model)

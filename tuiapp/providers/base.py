@@ -1,0 +1,105 @@
+"""The one small interface every wire protocol implements, plus the retry wrapper."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+from tuiapp.config import ProviderConfig
+from tuiapp.core.events import Retrying, TextDelta, Usage
+from tuiapp.core.messages import Message, ToolCall
+from tuiapp.tools.model import ToolSpec
+
+
+@dataclass(frozen=True)
+class StreamEnd:
+    """Last item of a successful stream. stop_reason: "end_turn" | "tool_use" | "max_tokens" | …"""
+
+    stop_reason: str
+
+
+# What Provider.stream yields. Tool calls are yielded whole, once their arguments are complete.
+StreamItem = TextDelta | ToolCall | Usage | StreamEnd
+
+
+class ProviderFailure(Exception):
+    """A provider error with a message fit for the user (never containing a key)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class Provider(ABC):
+    """Streams one model response for a history. Implementations import their SDK lazily."""
+
+    def __init__(self, config: ProviderConfig, model: str) -> None:
+        self.config = config
+        self.model = model
+
+    @property
+    def label(self) -> str:
+        return f"{self.config.name}/{self.model}" if self.model else self.config.name
+
+    @abstractmethod
+    def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system: str | None
+    ) -> AsyncIterator[StreamItem]:
+        """Yield TextDelta, whole ToolCalls, Usage, then one StreamEnd.
+
+        Raise ProviderFailure on any error (retryable=True for 429/5xx/connection errors).
+        """
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release network clients."""
+
+
+async def stream_with_retries(
+    provider: Provider,
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    system: str | None,
+    *,
+    attempts: int = 3,
+    base_delay: float = 1.0,
+    max_delay: float = 20.0,
+) -> AsyncIterator[StreamItem | Retrying]:
+    """Retry retryable failures, but only while nothing has been yielded yet.
+
+    Once output has reached the caller, a failure propagates: the caller keeps the partial
+    reply (marked interrupted) rather than silently duplicating text.
+    """
+    for attempt in range(1, attempts + 1):
+        started = False
+        try:
+            async for item in provider.stream(messages, tools, system):
+                started = True
+                yield item
+            return
+        except ProviderFailure as e:
+            if started or not e.retryable or attempt == attempts:
+                raise
+            delay = e.retry_after if e.retry_after is not None else base_delay * 2 ** (attempt - 1)
+            delay = min(max_delay, delay) * (1 if e.retry_after is not None else random.uniform(0.8, 1.2))
+            yield Retrying(attempt=attempt, delay=round(delay, 2), reason=e.message)
+            await asyncio.sleep(delay)
+
+
+def mask_secret(text: str, secret: str | None) -> str:
+    """Remove a key from an error text (SDK messages sometimes echo a prefix of it)."""
+    if secret and len(secret) >= 8:
+        text = text.replace(secret, "****")
+    return text

@@ -1,0 +1,172 @@
+"""kep's built-in model: no network, no key, deterministic, and still useful.
+
+A message that names a tool (`readfile README.md`, `readfile {"filename": "README.md"}`,
+`/call readfile …`) becomes a real tool call through the normal approval and runner path;
+after the result it answers with a short summary. Anything else gets a reply listing the
+tools and how to configure a real provider. New users, the tests and the screenshots all
+exercise the whole loop with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shlex
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from tuiapp.core.events import TextDelta, Usage
+from tuiapp.core.messages import Message, ToolCall
+from tuiapp.providers.base import Provider, StreamEnd, StreamItem
+from tuiapp.tools.model import ToolSpec
+
+FIRST_LINES = 8
+
+
+class OfflineProvider(Provider):
+    @property
+    def label(self) -> str:
+        return "offline"
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system: str | None
+    ) -> AsyncIterator[StreamItem]:
+        by_name = {t.name: t for t in tools}
+        last = messages[-1] if messages else Message("user", "")
+        if last.role == "tool":
+            text = summarise_results(_trailing_results(messages))
+        else:
+            call = parse_call(last.content, by_name)
+            if call is not None:
+                yield ToolCall(call.id, call.name, call.arguments, call.raw_arguments,
+                               call.arguments_error)
+                yield Usage(_tokens(messages), 10)
+                yield StreamEnd("tool_use")
+                return
+            text = help_text(tools)
+        delay = float(os.environ.get("KEP_OFFLINE_DELAY", "0") or 0)
+        for chunk in re.findall(r"\S*\s*", text):
+            if chunk:
+                yield TextDelta(chunk)
+                # Yield to the loop even with no delay, so a UI stays responsive mid-reply.
+                await asyncio.sleep(delay)
+        yield Usage(_tokens(messages), len(text.split()))
+        yield StreamEnd("end_turn")
+
+
+def _tokens(messages: Sequence[Message]) -> int:
+    return sum(len(m.content.split()) for m in messages)
+
+
+def _trailing_results(messages: Sequence[Message]) -> list[Message]:
+    out: list[Message] = []
+    for m in reversed(messages):
+        if m.role != "tool":
+            break
+        out.append(m)
+    return out[::-1]
+
+
+def parse_call(text: str, tools: dict[str, ToolSpec]) -> ToolCall | None:
+    """`NAME args…`, `NAME {json}` or `/call NAME …` where NAME is a known tool."""
+    text = text.strip()
+    if text.startswith("/call "):
+        text = text[6:].lstrip()
+    name, _, rest = text.partition(" ")
+    name = name.strip()
+    if name not in tools:
+        return None
+    rest = rest.strip()
+    call_id = f"call_{uuid.uuid4().hex[:12]}"
+    if rest.startswith("{"):
+        return ToolCall.from_raw(call_id, name, rest)
+    args = positional_arguments(rest, tools[name].parameters)
+    return ToolCall(call_id, name, args, _json(args))
+
+
+def positional_arguments(rest: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """Map `a b key=c` onto the schema: key=value by name, the others in order (required
+    parameters first); the last positional parameter takes the remaining words."""
+    props: dict[str, Any] = parameters.get("properties") or {}
+    required = [p for p in parameters.get("required", []) if p in props]
+    order = required + [p for p in props if p not in required]
+    try:
+        words = shlex.split(rest)
+    except ValueError:
+        words = rest.split()
+    args: dict[str, Any] = {}
+    loose: list[str] = []
+    for w in words:
+        key, eq, value = w.partition("=")
+        if eq and key in props:
+            args[key] = _coerce(value, props[key])
+        else:
+            loose.append(w)
+    free = [p for p in order if p not in args]
+    for i, param in enumerate(free):
+        if not loose:
+            break
+        if i == len(free) - 1 or len(loose) == 1:
+            value, loose = " ".join(loose), []
+        else:
+            value, loose = loose[0], loose[1:]
+        args[param] = _coerce(value, props[param])
+    return args
+
+
+def _coerce(value: str, schema: dict[str, Any]) -> Any:
+    kind = schema.get("type")
+    try:
+        if kind == "integer":
+            return int(value)
+        if kind == "number":
+            return float(value)
+    except ValueError:
+        return value
+    if kind == "boolean":
+        return value.lower() in ("1", "true", "yes", "y", "on")
+    if kind == "array":
+        return [v for v in value.split(",") if v]
+    return value
+
+
+def _json(args: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(args, ensure_ascii=False)
+
+
+def summarise_results(results: list[Message]) -> str:
+    parts = []
+    for m in results:
+        body = m.content
+        lines = body.splitlines()
+        size = len(body.encode())
+        if m.is_error:
+            head = f"**{m.name}** failed."
+        else:
+            head = f"**{m.name}** finished ok (exit 0): {size:,} bytes, {len(lines):,} lines."
+        shown = "\n".join(lines[:FIRST_LINES]).replace("```", "ʼʼʼ")
+        more = f"\n… {len(lines) - FIRST_LINES} more lines" if len(lines) > FIRST_LINES else ""
+        parts.append(f"{head}\n\n```\n{shown}\n```{more}" if shown else f"{head} (no output)")
+    return "\n\n".join(parts)
+
+
+def help_text(tools: Sequence[ToolSpec]) -> str:
+    listing = "\n".join(
+        f"- `{t.name}` — {t.description.splitlines()[0] if t.description else ''}"
+        for t in sorted(tools, key=lambda t: t.name)
+    ) or "- (none found: add executables to prompts/functions/)"
+    example = "readfile README.md" if any(t.name == "readfile" for t in tools) else (
+        f"{tools[0].name} …" if tools else "NAME args")
+    return (
+        "I'm kep's **offline** model: no network, no API key. I run tools for you: type a "
+        f"tool's name and its arguments, e.g. `{example}`, or JSON: "
+        '`/call NAME {"arg": "value"}`.\n\n'
+        f"Tools available ({len(tools)}):\n{listing}\n\n"
+        "To talk to a real model, set `OPENAI_API_KEY` or `ANTHROPIC_API_KEY` (or "
+        "`OPENROUTER_API_KEY`, or a `[providers.NAME]` table in kep.toml) and pick it with "
+        "`--model PROVIDER/MODEL` or the command palette."
+    )

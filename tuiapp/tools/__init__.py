@@ -1,0 +1,1 @@
+"""Tool discovery, running and watching. Never imports textual."""
