@@ -95,6 +95,11 @@ class ToolsConfig:
     sources: tuple[SourceConfig, ...] = ()  # [[tools.sources]] format + path
     allow_outside_root: bool = False  # built-in file functions may leave the project root
     list_concurrency: int = 8
+    # llm-functions quirks on request: JS enum values lower-cased, Python defaults ignored
+    # (a parameter is optional only when Optional[...]).
+    llm_functions_compat: bool = False
+    python: str | None = None  # interpreter for Python tools without a shebang
+    ts_runtime: str | None = None  # TypeScript runtime (default: tsx on PATH, else `npx tsx`)
 
     def timeout_for(self, name: str) -> float:
         return self.timeouts.get(name, self.timeout)
@@ -108,6 +113,8 @@ class McpServerConfig:
     env: dict[str, str] = field(default_factory=dict)
     url: str | None = None
     enabled: bool = True
+    # How long connecting + the first tools/list may take (npx-launched servers download first).
+    startup_timeout: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -283,6 +290,9 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         sources=tuple(sources),
         allow_outside_root=tr.get("allow_outside_root", bool, False),
         list_concurrency=int(_positive(tr, "list_concurrency", 8)),
+        llm_functions_compat=tr.get("llm_functions_compat", bool, False),
+        python=tr.get("python", str),
+        ts_runtime=tr.get("ts_runtime", str),
     )
 
     mr = r.sub("mcp")
@@ -295,6 +305,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         servers[name] = McpServerConfig(
             name=name, command=sr.get("command", str), args=tuple(str(a) for a in args),
             env=sr.str_map("env"), url=sr.get("url", str), enabled=sr.get("enabled", bool, True),
+            startup_timeout=_positive(sr, "startup_timeout", 30.0),
         )
         if not servers[name].command and not servers[name].url:
             raise ConfigError(file, f"mcp.servers.{name}", "needs command or url")

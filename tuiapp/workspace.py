@@ -10,14 +10,20 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tuiapp import paths
 from tuiapp.config import Config
 from tuiapp.core.conversation import Approver, Conversation, Emit
 from tuiapp.core.messages import Message
 from tuiapp.providers.base import Provider
+from tuiapp.tools.model import ToolSpec
 from tuiapp.tools.registry import Registry
 from tuiapp.tools.runner import Runner
+
+if TYPE_CHECKING:
+    from tuiapp.core.session_start import StartPlan
+    from tuiapp.mcp.client import McpManager, StateListener
 
 BASE_PROMPT = (
     "You are kep, an assistant in a terminal chat with function calling. Use the tools when "
@@ -29,9 +35,33 @@ BASE_PROMPT = (
 class Workspace:
     config: Config
     registry: Registry = field(init=False)
+    # The active .prompt file or agent (core.session_start.StartPlan), once a session starts
+    # with one: its system text, tool allow-list and tool environment apply from then on.
+    start: StartPlan | None = field(default=None, init=False)
+    # The project's MCP servers, once start_mcp() ran and there is at least one.
+    mcp: McpManager | None = field(default=None, init=False)
+    _runners: list[Runner] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
         self.registry = Registry(self.config)
+
+    def has_mcp_servers(self) -> bool:
+        return bool(self.config.mcp_servers) or (self.root / "mcp.json").is_file()
+
+    def start_mcp(self, *, emit: Emit | None = None, on_state: StateListener | None = None) -> None:
+        """Start the MCP servers in the background (never awaited: a slow server never holds
+        up the UI or the first prompt). Imports the MCP SDK only when servers are configured."""
+        if self.mcp is not None or not self.has_mcp_servers():
+            return
+        from tuiapp.mcp.client import McpManager
+
+        self.mcp = McpManager.for_registry(self.config, self.registry, emit=emit,
+                                           on_state=on_state)
+        self.mcp.start()
+
+    async def aclose(self) -> None:
+        if self.mcp is not None:
+            await self.mcp.stop()
 
     @property
     def root(self) -> Path:
@@ -41,12 +71,35 @@ class Workspace:
         """A new config (kep.toml edited): rules and settings apply from the next call."""
         self.config = config
         self.registry.reconfigure(config)
+        for runner in self._runners:
+            runner.reconfigure(config)
+        if self.mcp is not None:
+            self.mcp.reconfigure(config)
 
     def runner(self, session_id: str) -> Runner:
-        return Runner(self.config, spool_dir=paths.data_dir() / "spool" / session_id)
+        formats = None
+        if self.mcp is not None:
+            from tuiapp.mcp.client import McpFormat
+            from tuiapp.tools.formats import default_formats
+
+            formats = [*default_formats(), McpFormat(self.mcp)]
+        runner = Runner(self.config, spool_dir=paths.data_dir() / "spool" / session_id,
+                        env=self.start.env if self.start else None, formats=formats)
+        self._runners.append(runner)
+        return runner
+
+    def session_tools(self) -> dict[str, ToolSpec]:
+        """The registry's tools minus other agents' own functions: an agent's tools.sh is
+        offered only while that agent is active."""
+        agent = self.start.name if self.start is not None and self.start.kind == "agent" else None
+        return {name: spec for name, spec in self.registry.tools.items()
+                if spec.run.get("agent") in (None, agent)}
 
     def system_prompt(self) -> str:
-        return self.config.system_prompt or BASE_PROMPT
+        """Base prompt + the active prompt/agent + extension packs + AITool instructions."""
+        from tuiapp.core.system_prompt import build_system_prompt
+
+        return build_system_prompt(self)
 
     def conversation(
         self,
@@ -58,7 +111,7 @@ class Workspace:
     ) -> Conversation:
         return Conversation(
             provider=provider,
-            tools=lambda: self.registry.tools,
+            tools=self.session_tools,
             approval=lambda: self.config.approval,
             approver=approver,
             executor=runner.execute,
@@ -67,4 +120,5 @@ class Workspace:
             max_steps=self.config.max_steps,
             history=list(history),
             env=os.environ,
+            allow_only=self.start.allow_only if self.start else None,
         )

@@ -5,8 +5,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import KEP, kep_env
+
 from tuiapp import config
 
 

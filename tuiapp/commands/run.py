@@ -11,6 +11,7 @@ import json
 import sys
 from typing import TextIO
 
+from tuiapp.commands import _start
 from tuiapp.commands._common import fail, load_config
 from tuiapp.core import policy
 from tuiapp.core.conversation import Approval, Approver, allow_all, deny_all
@@ -18,6 +19,7 @@ from tuiapp.core.events import (
     Event,
     MessageAdded,
     Notice,
+    PromptOutput,
     ProviderError,
     Retrying,
     TextDelta,
@@ -26,6 +28,7 @@ from tuiapp.core.events import (
     ToolFinished,
 )
 from tuiapp.core.messages import ToolCall
+from tuiapp.core.session_start import StartPlan
 from tuiapp.providers import ModelError, make_provider
 from tuiapp.tools.model import ToolSpec
 from tuiapp.workspace import Workspace
@@ -75,10 +78,27 @@ class Printer:
                        + (" (partial reply kept; retry with --continue)" if event.partial else ""))
         elif isinstance(event, Notice):
             self._note(f"kep: {event.text}")
+        elif isinstance(event, PromptOutput):  # a .prompt file's `.print`: its output
+            self.out.write(("" if self._at_line_start else "\n") + event.text + "\n")
+            self.out.flush()
+            self._at_line_start = True
 
     def _note(self, line: str) -> None:
         self.err.write(line + "\n")
         self.err.flush()
+
+
+async def _show_system(ws: Workspace, plan: StartPlan | None) -> None:
+    """--show-system: exactly what the model would get (with --prompt/--agent, theirs too)."""
+    await ws.registry.refresh()
+    if plan is not None:
+        try:
+            await _start.ready(plan, ws.runner("show-system"))
+        except _start.StartFailed as e:
+            fail(str(e).removesuffix("\nnothing was sent"), e.code)
+        for note in plan.prompt.notices if plan.prompt else plan.notices:
+            print(f"kep: {note}", file=sys.stderr)
+    print(ws.system_prompt())
 
 
 def tty_approver() -> Approver:
@@ -102,31 +122,38 @@ def _read_answer(prompt: str) -> str:
 def main(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     ws = Workspace(cfg)
+    plan = _start.plan_from_args(ws, args)  # --prompt / --agent: the session starts from it
     if args.show_system:
-        asyncio.run(ws.registry.refresh())
-        print(ws.system_prompt())
+        asyncio.run(_show_system(ws, plan))
         return 0
     text = args.text
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
-    if text is None:
+    if text is None and not (plan and plan.kind == "prompt"):  # a .prompt file is the prompt
         if sys.stdin.isatty():
             fail("no prompt: give one as an argument or on stdin (see kep run --help)")
         text = sys.stdin.read()
         interactive = False  # stdin was the prompt: nobody can answer on it
-    if not text.strip():
+    if text is not None and not text.strip():
         fail("the prompt is empty")
 
-    from tuiapp.core.store import SessionRecorder, Store
+    from tuiapp.core.recorder import SessionRecorder
+    from tuiapp.core.store import Store, StoreError, UnknownSession
 
-    store = Store.open()
+    try:
+        store = Store.open()
+    except StoreError as e:
+        fail(str(e), 1)
     history = []
     session_id = None
     model = args.model
     if args.continue_ or args.session:
-        session_id = store.latest_session(ws.root) if args.continue_ else store.resolve_id(args.session)
+        try:
+            session_id = (store.latest_session(ws.root) if args.continue_
+                          else store.resolve_id(args.session))  # unique prefixes are fine
+        except UnknownSession as e:
+            fail(str(e))
         if session_id is None:
-            fail("no earlier session in this project to continue" if args.continue_
-                 else f"no session {args.session!r}")
+            fail("no earlier session in this project to continue")
         history = store.load_messages(session_id)
         model = model or store.session_info(session_id).model
     model = model or cfg.default_model()
@@ -136,6 +163,8 @@ def main(args: argparse.Namespace) -> int:
         fail(str(e))
     if session_id is None:
         session_id = store.create_session(ws.root, model)
+    elif model != store.session_info(session_id).model:
+        store.update_model(session_id, model)  # resumed with another --model
 
     printer = Printer(args.json)
     recorder = SessionRecorder(store, session_id)
@@ -151,12 +180,20 @@ def main(args: argparse.Namespace) -> int:
         await ws.registry.refresh()
         conv = ws.conversation(provider, runner, approver, emit, history)
         try:
-            return await conv.turn(text)
+            stop = "end_turn"
+            if plan is not None:
+                await _start.ready(plan, runner)
+                stop = await _start.start(plan, conv)
+            if text is not None and stop != "error":
+                stop = await conv.turn(text)
+            return stop
         finally:
             await provider.aclose()
 
     try:
         stop = asyncio.run(go())
+    except _start.StartFailed as e:
+        fail(str(e), e.code)
     finally:
         store.close()
     return 1 if stop == "error" or printer.failed else 0

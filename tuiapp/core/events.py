@@ -89,6 +89,13 @@ class Notice(Event):
     level: Literal["info", "warning", "error"] = "info"
 
 
+@dataclass(frozen=True)
+class PromptOutput(Event):
+    """Text a `.prompt` file prints with `.print` (its output channel: stdout in `kep run`)."""
+
+    text: str
+
+
 # ---- tool calls ------------------------------------------------------------------------
 
 @dataclass(frozen=True)

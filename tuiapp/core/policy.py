@@ -32,8 +32,10 @@ def decide(
     """Configured rules first (first match wins), then the llm-functions env regexes, then
     kep's shipped defaults, then `[approval] default`.
 
-    LLM_MCP_NEED_CONFIRM / LLM_MCP_SKIP_CONFIRM (full-match regexes on the tool name) are
-    honoured as in llm-functions: NEED wins over SKIP. A configured `deny` always wins.
+    LLM_MCP_NEED_CONFIRM / LLM_MCP_SKIP_CONFIRM are honoured as in llm-functions, which
+    tests them with `grep -w -E REGEX <<< TOOL_NAME`: a match that is a whole word of the name
+    (not glued to letters, digits or _). NEED wins over SKIP. Configured rules come first, so a
+    configured `deny` always wins.
     """
     args = call.canonical_arguments()
     for rule in approval.rules:
@@ -41,9 +43,9 @@ def decide(
             return Verdict(rule.action, rule.describe())
     env = env or {}
     need, skip = env.get("LLM_MCP_NEED_CONFIRM"), env.get("LLM_MCP_SKIP_CONFIRM")
-    if need and _full(need, call.name):
+    if need and _env_match(need, call.name):
         return Verdict("ask", f"LLM_MCP_NEED_CONFIRM={need}")
-    if skip and _full(skip, call.name):
+    if skip and _env_match(skip, call.name):
         return Verdict("allow", f"LLM_MCP_SKIP_CONFIRM={skip}")
     for rule in shipped:
         if _matches(rule, call.name, args):
@@ -51,15 +53,18 @@ def decide(
     return Verdict(approval.default, f"[approval] default = {approval.default}")
 
 
-def decide_direct(call: ToolCall, approval: ApprovalConfig, env: Mapping[str, str] | None = None) -> Verdict:
+def decide_direct(
+    call: ToolCall, approval: ApprovalConfig, env: Mapping[str, str] | None = None
+) -> Verdict:
     """`kep call`: the user typed the call, so `ask` becomes allow; `deny` still stands."""
     v = decide(call, approval, env)
     return v if v.action == "deny" else Verdict("allow", v.rule)
 
 
-def _full(pattern: str, text: str) -> bool:
+def _env_match(pattern: str, name: str) -> bool:
+    """`grep -q -w -E pattern <<< name`: some match bounded by non-word characters."""
     try:
-        return re.fullmatch(pattern, text) is not None
+        return re.search(rf"(?<![A-Za-z0-9_])(?:{pattern})(?![A-Za-z0-9_])", name) is not None
     except re.error:
         return False  # env regexes come from outside config; a bad one simply never matches
 

@@ -6,7 +6,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tuiapp.config import Config
+    from tuiapp.config import Config, ProviderConfig
     from tuiapp.providers.base import Provider
 
 # api → (module, class); a module is imported only when a model of that kind is chosen.
@@ -28,6 +28,14 @@ def split_model(name: str) -> tuple[str, str]:
 
 
 def make_provider(config: Config, name: str) -> Provider:
+    pc, model = resolve_model(config, name)
+    module, cls = _IMPLEMENTATIONS[pc.api]
+    return getattr(import_module(module), cls)(pc, model)
+
+
+def resolve_model(config: Config, name: str) -> tuple[ProviderConfig, str]:
+    """Check a model name without importing any SDK (the TUI validates before its first frame
+    and builds the provider later). Raises ModelError with a message for the user."""
     provider_name, model = split_model(name)
     pc = config.providers.get(provider_name)
     if pc is None:
@@ -41,5 +49,4 @@ def make_provider(config: Config, name: str) -> Provider:
         if pc.api_key_env and not pc.api_key():
             raise ModelError(f"{pc.api_key_env} is not set (needed for {provider_name}/…); "
                              "export it or put it in the project's .env")
-    module, cls = _IMPLEMENTATIONS[pc.api]
-    return getattr(import_module(module), cls)(pc, model)
+    return pc, model

@@ -92,8 +92,10 @@ async def stream_with_retries(
         except ProviderFailure as e:
             if started or not e.retryable or attempt == attempts:
                 raise
-            delay = e.retry_after if e.retry_after is not None else base_delay * 2 ** (attempt - 1)
-            delay = min(max_delay, delay) * (1 if e.retry_after is not None else random.uniform(0.8, 1.2))
+            if e.retry_after is not None:
+                delay = min(max_delay, e.retry_after)
+            else:  # exponential backoff with jitter
+                delay = min(max_delay, base_delay * 2 ** (attempt - 1)) * random.uniform(0.8, 1.2)
             yield Retrying(attempt=attempt, delay=round(delay, 2), reason=e.message)
             await asyncio.sleep(delay)
 

@@ -20,7 +20,14 @@ from tuiapp.tools.model import Invocation, ToolSpec
 
 
 class ToolLoadError(Exception):
-    """A file that cannot provide tools. The message is one line and says what to fix."""
+    """A file that cannot provide tools. The message is one line and says what to fix.
+
+    transient: the failure may go away without the file changing (a timeout, fork failing);
+    the registry then does not cache it and tries again on the next refresh."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 @dataclass(frozen=True)
@@ -29,6 +36,7 @@ class ProcResult:
     stdout: bytes
     stderr: bytes
     timed_out: bool = False
+    stdout_truncated: bool = False  # more stdout than the collector keeps
 
 
 # Runs argv in its own process group with stdin closed and no TTY, kills the whole group on
@@ -62,6 +70,11 @@ class ToolFormat(ABC):
     @abstractmethod
     def invocation(self, spec: ToolSpec, arguments: dict[str, Any], ctx: FormatContext) -> Invocation:
         """The subprocess that runs one call."""
+
+    def watch_recursive(self, root: Path) -> bool:
+        """Whether hot reload must watch below `root`'s own entries. Formats whose candidates
+        are the root's direct children say False: a flat watch of a big tree is cheap."""
+        return True
 
     def cache_salt(self, path: Path, ctx: FormatContext) -> str:
         """Extra cache-key text for declarations that depend on more than the file itself

@@ -1,0 +1,100 @@
+"""The real `kep` binary in a pseudo-terminal, driven as a person would: type a request naming
+a project tool, see the approval (and that nothing ran), press y, see the tool's output in the
+side pane and the summary in the transcript. The screen is read back with pyte."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pexpect
+import pyte
+import pytest
+from conftest import kep_env
+from tui_helpers import make_project
+
+ROWS, COLS = 40, 120
+
+
+class Terminal:
+    """A pty running kep, with a virtual screen fed from its output."""
+
+    def __init__(self, argv: list[str], cwd: Path) -> None:
+        self.screen = pyte.Screen(COLS, ROWS)
+        self.stream = pyte.ByteStream(self.screen)
+        self.child = pexpect.spawn(argv[0], argv[1:], cwd=str(cwd), dimensions=(ROWS, COLS),
+                                   env=kep_env(TERM="xterm-256color", COLUMNS=str(COLS),
+                                               LINES=str(ROWS)))
+
+    def pump(self, seconds: float = 0.05) -> None:
+        try:
+            data = self.child.read_nonblocking(1 << 16, timeout=seconds)
+        except pexpect.TIMEOUT:
+            return
+        except pexpect.EOF:
+            raise AssertionError("kep exited:\n" + self.text()) from None
+        self.stream.feed(data)
+
+    def text(self) -> str:
+        return "\n".join(self.screen.display)
+
+    def wait(self, check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not check():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; screen:\n{self.text()}")
+            self.pump()
+
+    def wait_text(self, needle: str, timeout: float = 30.0) -> None:
+        self.wait(lambda: needle in self.text(), repr(needle), timeout)
+
+    def type(self, text: str) -> None:
+        for ch in text:  # one key at a time, like a person
+            self.child.send(ch)
+            self.pump(0.01)
+
+    def close(self) -> int | None:
+        if self.child.isalive():
+            self.child.terminate(force=True)
+        return self.child.exitstatus
+
+
+def kep_argv() -> list[str]:
+    exe = Path(sys.executable).with_name("kep")
+    return [str(exe)] if exe.exists() else [shutil.which("kep") or "kep"]
+
+
+@pytest.mark.slow
+def test_a_person_runs_a_project_tool_through_the_tui(tmp_path: Path) -> None:
+    proj = make_project(tmp_path / "proj")
+    term = Terminal([*kep_argv(), "--model", "offline", "--project", str(proj)], proj)
+    try:
+        term.wait_text("Message kep")  # the prompt is on screen
+        term.type("shout notes.txt")
+        term.child.send("\r")
+        term.wait_text("Run shout?")
+        screen = term.text()
+        assert '"path": "notes.txt"' in screen
+        assert "asking because" in screen
+        assert not (proj / "shout.ran").exists()  # asked, not run
+
+        term.type("y")
+        term.wait_text("finished ok")
+        chat_width = int(COLS * 0.6)
+
+        def in_pane() -> bool:
+            return any("HELLO FROM NOTES" in line[chat_width:] for line in term.screen.display)
+
+        term.wait(in_pane, "the tool's output in the side pane")
+        assert (proj / "shout.ran").read_text() == "notes.txt\n"
+        assert "exit 0" in term.text()  # the tool block in the transcript
+
+        term.child.send("\x11")  # ctrl+q
+        term.child.expect(pexpect.EOF, timeout=15)
+        term.child.close()
+        assert term.child.exitstatus == 0
+    finally:
+        term.close()

@@ -1,0 +1,134 @@
+"""`kep call NAME [JSON]`: run one tool directly, as the model would, output streamed.
+
+Arguments are checked against the tool's schema before anything runs. The user typed the call,
+so an `ask` rule does not ask; a `deny` rule still stands. Exit code: the tool's (124 on
+timeout, 130 when interrupted); 2 for an unknown tool or invalid arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import difflib
+import json
+import os
+import sys
+from typing import Any
+
+from tuiapp import paths
+from tuiapp.commands._common import fail, load_config
+from tuiapp.core import policy
+from tuiapp.core.events import Event, ToolOutput
+from tuiapp.core.messages import ToolCall
+from tuiapp.tools.schema import arguments_error
+
+KEEP_SPOOLS = 50  # `kep call` spool files kept in the data dir
+
+
+def read_arguments(text: str | None) -> dict[str, Any]:
+    if text is None:
+        text = "" if sys.stdin.isatty() else sys.stdin.read()
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        fail(f"arguments are not valid JSON: {e.msg} at line {e.lineno} col {e.colno}")
+    if not isinstance(value, dict):
+        fail('arguments must be a JSON object, e.g. \'{"filename": "README.md"}\'')
+    return value
+
+
+def exit_code(status: str, code: int | None) -> int:
+    if status == "ok":
+        return 0
+    if status == "timed_out":
+        return 124
+    if status == "cancelled":
+        return 130
+    if code is None:
+        return 1
+    return 128 - code if code < 0 else code  # killed by signal N: 128+N, as shells do
+
+
+def main(args: argparse.Namespace) -> int:
+    cfg = load_config(args)
+    arguments = read_arguments(args.arguments)
+    return asyncio.run(_call(cfg, args.name, arguments, as_json=args.json))
+
+
+async def _call(cfg: Any, name: str, arguments: dict[str, Any], *, as_json: bool) -> int:
+    from tuiapp.tools.registry import Registry
+    from tuiapp.tools.runner import Runner
+
+    registry = Registry(cfg)
+    await registry.refresh()
+    spec = registry.tools.get(name)
+    if spec is None:
+        close = difflib.get_close_matches(name, list(registry.tools), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; `kep functions` lists them"
+        broken = [b for b in registry.broken if os.path.basename(b.source) == name]
+        if broken:
+            hint += f"\n  note: {broken[0].source} is broken: {broken[0].error}"
+        fail(f"unknown tool {name!r}{hint}")
+    problem = arguments_error(spec.parameters, arguments)
+    if problem:
+        fail(f"invalid arguments for {name}: {problem} (nothing was run)")
+    call = ToolCall("call-" + os.urandom(4).hex(), name, arguments)
+    verdict = policy.decide_direct(call, cfg.approval, os.environ)
+    if verdict.action == "deny":
+        fail(f"{name} denied by {verdict.rule}", 1)
+
+    def emit(event: Event) -> None:
+        if as_json or not isinstance(event, ToolOutput):
+            return
+        stream = sys.stdout if event.stream == "stdout" else sys.stderr
+        stream.write(event.text)
+        stream.flush()
+
+    spool_dir = paths.data_dir() / "spool" / "kep-call"
+    _prune(spool_dir)
+    outcome = await Runner(cfg, spool_dir=spool_dir).run(spec, call, emit)
+    fin = outcome.finished
+    if as_json:
+        json.dump(
+            {
+                "ok": fin.status == "ok",
+                "status": fin.status,
+                "exit_code": fin.exit_code,
+                "stdout": outcome.stdout,
+                "stderr": outcome.stderr,
+                "result": fin.result,  # what the model gets (e.g. $LLM_OUTPUT, not stdout)
+                "duration_ms": fin.duration_ms,
+                "truncated": outcome.truncated,
+            },
+            sys.stdout,
+            ensure_ascii=False,
+        )
+        sys.stdout.write("\n")
+    elif fin.status == "ok" and _result_not_streamed(fin.result, outcome.stdout):
+        # llm-functions/Loki answer in $LLM_OUTPUT: the streamed stdout was only progress.
+        sep = "" if not outcome.stdout or outcome.stdout.endswith("\n") else "\n"
+        sys.stdout.write(f"{sep}{fin.result}\n")
+    elif fin.status in ("timed_out", "cancelled"):
+        print(f"kep: {fin.result.splitlines()[0]}", file=sys.stderr)
+    elif fin.status == "failed" and fin.exit_code is None:
+        print(f"kep: {fin.result}", file=sys.stderr)  # it never ran: say why
+    return exit_code(fin.status, fin.exit_code)
+
+
+def _result_not_streamed(result: str, stdout: str) -> bool:
+    return result.rstrip("\n") != stdout.rstrip("\n") and result != "(no output)"
+
+
+def _prune(spool_dir: os.PathLike[str] | str) -> None:
+    """Keep the newest KEEP_SPOOLS spool files of `kep call`."""
+    try:
+        files = sorted(os.scandir(spool_dir), key=lambda e: e.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for entry in files[KEEP_SPOOLS:]:
+        try:
+            os.unlink(entry.path)
+        except OSError:
+            pass

@@ -1,0 +1,89 @@
+"""`kep functions`: every tool kep found, and why the broken ones are broken.
+
+On an unchanged tree this is the warm path: stat calls and one cache read per tool directory,
+no tool process, no heavy import (no jsonschema, textual, SDKs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from tuiapp import paths
+from tuiapp.commands._common import load_config
+from tuiapp.tools.model import BrokenTool, ToolSpec
+
+
+def main(args: argparse.Namespace) -> int:
+    if getattr(args, "watch", False):
+        from tuiapp.commands.functions_watch import main as watch
+
+        return watch(args)
+    cfg = load_config(args)
+    from tuiapp.tools.registry import Registry
+
+    registry = Registry(cfg)
+    asyncio.run(registry.refresh())
+    if getattr(args, "light_schema", False):
+        from tuiapp.tools.formats.extensions import light_schema
+
+        text = light_schema(registry.tools.values())
+        if text:
+            print(text)
+        else:
+            print("kep: no extension packs (extensions/**/*_tool.py) found", file=sys.stderr)
+        return 0
+    entries = registry.entries()
+    if args.json:
+        json.dump([e.to_json() for e in entries], sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    print_table(entries, cfg.project_root)
+    return 0
+
+
+def show_source(source: str, root: Path) -> str:
+    """A source as short as it stays unambiguous: project-relative, (built-in) NAME, ~/…"""
+    if not source.startswith("/"):
+        return source  # mcp:<server> and the like
+    path = Path(source)
+    builtin = paths.builtin_functions_dir()
+    for base, prefix in ((root, ""), (builtin, "(built-in) ")):
+        try:
+            return prefix + str(path.relative_to(base))
+        except ValueError:
+            continue
+    home = os.path.expanduser("~")
+    return "~" + source[len(home):] if home != "/" and source.startswith(home + "/") else source
+
+
+def print_table(entries: list[ToolSpec | BrokenTool], root: Path) -> None:
+    if not entries:
+        print(f"No tools found. Add executables to {root / 'prompts' / 'functions'} "
+              "(or run `kep init` to copy the built-ins there).")
+        return
+    rows = []
+    for e in entries:
+        if isinstance(e, ToolSpec):
+            desc = (e.description.strip().splitlines() or [""])[0]
+            rows.append((e.name, e.format, show_source(e.source, root), "ok", desc))
+        else:
+            rows.append(("-", e.format, show_source(e.source, root), "broken", e.error))
+    head = ("NAME", "FORMAT", "SOURCE", "STATUS", "DESCRIPTION")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
+    width = shutil.get_terminal_size((120, 24)).columns
+    room = max(20, width - sum(widths) - 8)
+    for r in [head, *rows]:
+        cells = [r[i].ljust(widths[i]) for i in range(4)]
+        desc = r[4]
+        if r[3] == "ok" and len(desc) > room:  # errors are never cut: they say what to fix
+            desc = desc[: room - 1] + "…"
+        print("  ".join([*cells, desc]).rstrip())
+    ok = sum(1 for e in entries if isinstance(e, ToolSpec))
+    broken = len(entries) - ok
+    print(f"\n{ok} tool{'s' if ok != 1 else ''}" + (f", {broken} broken" if broken else ""))

@@ -1,0 +1,107 @@
+"""`kep mcp serve`: this project's tools over MCP on stdio, hot-reloaded."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import io
+import os
+import sys
+from collections.abc import Iterator
+
+from tuiapp.commands._common import load_config
+from tuiapp.config import Config, ConfigError
+
+# Set in the environment of everything `kep mcp serve` starts, so a project whose mcp.json
+# names `kep mcp serve` for itself does not start itself again, and again.
+SERVING_ENV = "KEP_MCP_SERVING"
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.mcp_command == "serve":
+        config = load_config(args)
+        with _protocol_fds() as (wire_in, wire_out):
+            return asyncio.run(serve(config, wire_in, wire_out, allow_ask=args.allow_ask))
+    print(f"kep: unknown mcp action {args.mcp_command!r}", file=sys.stderr)
+    return 2
+
+
+@contextlib.contextmanager
+def _protocol_fds() -> Iterator[tuple[int, int]]:
+    """Keep private copies of fds 0 and 1 for the protocol, and point fd 1 at stderr and fd 0
+    at /dev/null for the rest of the process: nothing kep or a tool prints can reach the wire
+    and no child can eat the client's messages."""
+    sys.stdout.flush()
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    try:
+        yield wire_in, wire_out
+    finally:
+        os.close(wire_in)
+        os.close(wire_out)
+
+
+async def serve(config: Config, wire_in: int, wire_out: int, *, allow_ask: bool = False) -> int:
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    from tuiapp import paths
+    from tuiapp.core.events import RegistryChanged
+    from tuiapp.mcp.client import McpFormat, McpManager
+    from tuiapp.mcp.server import KepMcpServer
+    from tuiapp.tools.formats import default_formats
+    from tuiapp.tools.reloader import Reloader
+    from tuiapp.tools.runner import Runner
+    from tuiapp.workspace import Workspace
+
+    workspace = Workspace(config)
+    await workspace.registry.refresh()
+    server: KepMcpServer | None = None
+
+    def tools_changed(diff: RegistryChanged) -> None:
+        if server is not None:
+            asyncio.get_running_loop().create_task(server.tools_changed())
+
+    root = str(config.project_root)
+    serving = [r for r in os.environ.get(SERVING_ENV, "").split(os.pathsep) if r]
+    manager: McpManager | None = None
+    if root not in serving:  # MCP servers' tools are served too (kep as an aggregator)
+        os.environ[SERVING_ENV] = os.pathsep.join([*serving, root])
+        manager = McpManager.for_registry(config, workspace.registry, emit=tools_changed)
+        manager.start()
+    formats = [*default_formats(), *([McpFormat(manager)] if manager else [])]
+    runner = Runner(config, spool_dir=paths.data_dir() / "spool" / f"mcp-serve-{os.getpid()}",
+                    formats=formats)
+    server = KepMcpServer(lambda: workspace.registry.tools, runner.execute,
+                          lambda: workspace.config.approval, allow_ask=allow_ask, env=os.environ)
+
+    async def on_config(cfg: Config | None, error: ConfigError | None) -> None:
+        if error is not None:
+            print(f"kep: {error} (keeping the previous config)", file=sys.stderr)
+            return
+        if cfg is not None:
+            runner.reconfigure(cfg)
+            if manager is not None:
+                manager.reconfigure(cfg)
+        await server.tools_changed()  # approval rules decide what is listed
+
+    reloader = Reloader(workspace, on_tools=server.tools_changed, on_config=on_config)
+    reload_task = asyncio.create_task(reloader.run())
+    stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_in, "rb", closefd=False),
+                                             encoding="utf-8", errors="replace"))
+    stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_out, "wb", closefd=False),
+                                              encoding="utf-8"))
+    try:
+        async with stdio_server(stdin, stdout) as (read, write):
+            await server.server.run(read, write, server.init_options())
+    finally:
+        reloader.stop()
+        reload_task.cancel()
+        await asyncio.gather(reload_task, return_exceptions=True)
+        if manager is not None:
+            await manager.stop()
+    return 0

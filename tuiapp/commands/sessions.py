@@ -1,0 +1,69 @@
+"""`kep sessions [list [--all]] | show ID | export ID --format md|json [-o FILE]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tuiapp.commands._common import fail, project_root
+from tuiapp.core import transcript
+from tuiapp.core.store import SessionInfo, Store, StoreError, UnknownSession
+
+TITLE_WIDTH = 60
+
+
+def main(args: argparse.Namespace) -> int:
+    action = getattr(args, "sessions_command", None) or "list"
+    try:
+        store = Store.open()
+    except StoreError as e:
+        fail(str(e), 1)
+    with store:
+        try:
+            if action == "list":
+                return _list(store, args)
+            sid = store.resolve_id(args.id)
+            t = transcript.Transcript.load(store, sid)
+        except UnknownSession as e:
+            fail(str(e))
+    if action == "show":
+        sys.stdout.write(transcript.to_text(t))
+        return 0
+    text = transcript.to_markdown(t) if args.format == "md" else transcript.to_json(t)
+    if args.output:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as e:
+            fail(f"cannot write {args.output}: {e.strerror}", 1)
+        print(f"wrote session {sid} to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _list(store: Store, args: argparse.Namespace) -> int:
+    every = bool(getattr(args, "all", False))
+    root = project_root(args)
+    sessions = store.list_sessions(None if every else root, limit=1000)
+    if not sessions:
+        where = "" if every else f" for {root} (`kep sessions list --all` for every project)"
+        print(f"no sessions{where}")
+        return 0
+    print(_row("ID", "UPDATED", "MODEL", "MSGS", "TITLE", "PROJECT" if every else None))
+    for s in sessions:
+        print(_row(s.id, transcript.when(s.updated), s.model, str(s.message_count),
+                   _title(s), s.project_root if every else None))
+    return 0
+
+
+def _title(s: SessionInfo) -> str:
+    title = s.title or "(no message)"
+    return title if len(title) <= TITLE_WIDTH else title[: TITLE_WIDTH - 1] + "…"
+
+
+def _row(sid: str, updated: str, model: str, count: str, title: str, project: str | None) -> str:
+    line = f"{sid:<8}  {updated:<16}  {model:<24}  {count:>4}  {title}"
+    if project is not None:
+        line = f"{line:<{8 + 16 + 24 + 4 + 8 + TITLE_WIDTH}}  {project}"
+    return line

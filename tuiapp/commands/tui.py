@@ -1,0 +1,64 @@
+"""`kep` with no subcommand: the full-screen chat.
+
+Everything that can fail with a usage or config error (bad kep.toml, unknown model, missing
+key, unknown session) fails here, before the screen opens: `kep: why` and exit 2, never a
+traceback. Nothing slow happens before the first frame: tools are listed and the provider SDK
+is imported in the background once the app is on screen.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from tuiapp.commands._common import fail, load_config
+from tuiapp.commands._start import plan_from_args
+from tuiapp.core.messages import Message
+from tuiapp.core.store import Store, StoreError, UnknownSession
+from tuiapp.providers import ModelError, resolve_model
+from tuiapp.workspace import Workspace
+
+
+def main(args: argparse.Namespace) -> int:
+    cfg = load_config(args)
+    ws = Workspace(cfg)
+    try:
+        store = Store.open()
+    except StoreError as e:
+        fail(str(e))
+    try:
+        session_id, history, model = _resume(args, store, ws)
+        model = model or cfg.default_model()
+        try:
+            resolve_model(cfg, model)  # checks name and key; imports no SDK
+        except ModelError as e:
+            fail(str(e))
+        # No key anywhere and no model asked for: greet and explain instead of a bare chat.
+        first_run = args.model is None and session_id is None and model == "offline"
+
+        from tuiapp.ui.app import make_app
+
+        app = make_app(ws, model=model, store=store, session_id=session_id, history=history,
+                       first_run=first_run, watch=True)
+        # --prompt / --agent: read now (a bad name or file exits 2), started once on screen.
+        app.pending_start = plan_from_args(ws, args, activate=False)
+        app.run()
+        return app.return_code or 0
+    except UnknownSession as e:
+        fail(str(e))
+    finally:
+        store.close()
+
+
+def _resume(args: argparse.Namespace, store: Store, ws: Workspace
+            ) -> tuple[str | None, list[Message], str | None]:
+    """--continue / --session ID → (session id, its history, its model unless --model)."""
+    if not (args.continue_ or args.session):
+        return None, [], args.model
+    if args.continue_:
+        session_id = store.latest_session(ws.root)
+        if session_id is None:
+            fail("no earlier session in this project to continue (kep sessions list --all)")
+    else:
+        session_id = store.resolve_id(args.session)
+    history = store.load_messages(session_id)
+    return session_id, history, args.model or store.session_info(session_id).model

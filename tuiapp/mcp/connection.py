@@ -1,0 +1,333 @@
+"""One MCP server's connection: started, listed, watched and stopped by a single task.
+
+The SDK's task groups must be entered and left by the same task, so one task owns the
+connection for its whole life; tool calls from other tasks go through `client`. The server
+process's end is noticed on its read stream (EOF), its stderr goes to its log file, and every
+state change is reported through the two callbacks the manager gives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import anyio
+import mcp.types as types
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+from tuiapp import __version__, paths
+from tuiapp.config import Config, McpServerConfig
+from tuiapp.mcp.servers import tool_name
+from tuiapp.tools.model import BrokenTool, ToolSpec
+from tuiapp.tools.schema import schema_error
+
+ServerStatus = Literal["starting", "ready", "failed", "exited", "disabled"]
+Publish = Callable[[list[ToolSpec | BrokenTool]], None]
+MAX_LIST_PAGES = 50  # a server whose tools/list never stops paginating cannot hang kep
+
+
+@dataclass(frozen=True)
+class ServerState:
+    name: str
+    status: ServerStatus
+    tools: int = 0
+    reason: str = ""
+    log_path: str = ""
+
+    def describe(self) -> str:
+        """"ready (3 tools)", "failed (why)", "exited (why)", "starting", "disabled"."""
+        if self.status == "ready":
+            return f"ready ({self.tools} tool{'' if self.tools == 1 else 's'})"
+        return f"{self.status} ({self.reason})" if self.reason else self.status
+
+
+def source_key(server: str) -> str:
+    """The registry key (and ToolSpec.source) of one server's tools."""
+    return f"mcp:{server}"
+
+
+def log_path(server: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in server)
+    return paths.data_dir() / "logs" / f"mcp-{safe}.log"
+
+
+class ServerConnection:
+    """One server: its connection task, its state and its current tools."""
+
+    def __init__(self, cfg: McpServerConfig, config: Callable[[], Config], publish: Publish,
+                 on_state: Callable[[ServerState], None]) -> None:
+        self.cfg = cfg
+        self._config, self._publish, self._on_state = config, publish, on_state
+        self.log = log_path(cfg.name)
+        self.state = ServerState(cfg.name, "starting", log_path=str(self.log))
+        self.specs: dict[str, ToolSpec] = {}
+        self._current: _Run | None = None
+
+    @property
+    def name(self) -> str:
+        return self.cfg.name
+
+    @property
+    def client(self) -> Client | None:
+        """The live connection, while the server is ready."""
+        return self._current.client if self._current else None
+
+    def set_state(self, status: ServerStatus, reason: str = "") -> None:
+        self.state = replace(self.state, status=status, tools=len(self.specs), reason=reason)
+        self._on_state(self.state)
+
+    def start(self) -> None:
+        self._starting()
+        self._spawn()
+
+    def restart(self) -> None:
+        self._starting()  # at once, so the panel and wait_settled() see it
+
+        async def again() -> None:
+            await self.stop()
+            if self._current is None:  # a second restart meanwhile may have started it
+                self._spawn()
+
+        asyncio.get_running_loop().create_task(again())
+
+    def _starting(self) -> None:
+        self.specs = {}
+        self.set_state("starting")
+        self._publish([])
+
+    def _spawn(self) -> None:
+        run = self._current = _Run()
+        run.task = asyncio.get_running_loop().create_task(self._run(run), name=f"mcp:{self.name}")
+
+    async def stop(self) -> None:
+        run, self._current = self._current, None
+        if run is None or run.task is None:
+            return
+        run.poke(stopping=True)
+        if run.client is None:
+            run.task.cancel()  # still connecting: nothing to close politely
+        await asyncio.gather(run.task, return_exceptions=True)
+
+    def stderr_tail(self, lines: int = 5) -> str:
+        try:
+            with self.log.open("rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 4096))
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return ""
+        kept = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("# kep:")]
+        return "\n".join(kept[-lines:])
+
+    # ---- the connection task ------------------------------------------------------------
+
+    async def _run(self, run: _Run) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("w", encoding="utf-8", errors="replace") as log:
+            now = time.strftime("%Y-%m-%d %H:%M:%S")
+            log.write(f"# kep: starting {self._describe()} at {now}\n")
+            log.flush()
+            try:
+                await self._connect_and_serve(run, log)
+            except asyncio.CancelledError:
+                if not run.stopping:
+                    raise
+            except Exception as e:  # every failure (also ExceptionGroups) becomes a state
+                if run is self._current:
+                    self._failed(e)
+            finally:
+                run.client = None
+
+    async def _connect_and_serve(self, run: _Run, log: IO[str]) -> None:
+        async def on_message(message: Any) -> None:
+            # Called inline by the SDK's read loop: never make a request from here.
+            if isinstance(message, types.ToolListChangedNotification):
+                run.poke(relist=True)
+
+        client = Client(
+            _watched(self._transport(log), lambda: run.poke(ended=True)),
+            mode="legacy",  # the handshake every deployed server speaks
+            cache=None,  # list_changed must always refetch
+            read_timeout_seconds=self.cfg.startup_timeout,
+            message_handler=on_message,
+            logging_callback=self._logger(log),
+            client_info=types.Implementation(name="kep", version=__version__),
+        )
+        async with client:
+            try:
+                await self._list(client)
+            except Exception as e:
+                self._failed(e)
+                return
+            run.client = client
+            self.set_state("ready")
+            while True:
+                await run.wake.wait()
+                run.wake.clear()
+                if run.stopping or run.ended:
+                    break
+                if run.relist:
+                    run.relist = False
+                    with contextlib.suppress(Exception):  # keep the old list; the log says why
+                        await self._list(client)
+                        self.set_state("ready")
+            run.client = None
+        if run.ended and not run.stopping:
+            reason = self.stderr_tail(1) or "no stderr output"
+            names = ", ".join(sorted(self.specs)) or "none"
+            self._publish([BrokenTool(
+                source_key(self.name), "mcp",
+                f"MCP server {self.name} exited ({reason}; log: {self.log}); its tools ({names}) "
+                "are unavailable until it is restarted")])
+            self.specs = {}
+            self.set_state("exited", reason)
+
+    def _transport(self, log: IO[str]) -> Any:
+        if self.cfg.url:
+            return streamable_http_client(self.cfg.url)
+        assert self.cfg.command
+        params = StdioServerParameters(
+            command=self.cfg.command, args=list(self.cfg.args),
+            # The user's environment, like every kep tool gets, plus the server's own.
+            env={**os.environ, **self.cfg.env}, cwd=self._config().project_root,
+        )
+        return stdio_client(params, errlog=log)
+
+    def _describe(self) -> str:
+        return self.cfg.url or " ".join([self.cfg.command or "", *self.cfg.args])
+
+    async def _list(self, client: Client) -> None:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(MAX_LIST_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        specs: dict[str, ToolSpec] = {}
+        items: list[ToolSpec | BrokenTool] = []
+        for tool in tools:
+            name = tool_name(self.name, tool.name, self._config().mcp_prefix)
+            where = f"{source_key(self.name)}/{tool.name}"
+            problem = schema_error(tool.input_schema)
+            if problem is None and name in specs:
+                problem = f"its name {name!r} clashes with another tool of this server"
+            if problem:
+                items.append(BrokenTool(where, "mcp", f"{tool.name}: {problem}"))
+                continue
+            specs[name] = ToolSpec(
+                name=name, description=tool.description or tool.title or tool.name,
+                parameters=dict(tool.input_schema), format="mcp", source=source_key(self.name),
+                run={"server": self.name, "tool": tool.name},
+            )
+        self.specs = specs
+        self._publish([*specs.values(), *items])
+
+    def _failed(self, error: BaseException) -> None:
+        reason = self._reason(error)
+        self.specs = {}
+        self._publish([BrokenTool(
+            source_key(self.name), "mcp", f"MCP server {self.name} failed: {reason}")])
+        self.set_state("failed", reason)
+
+    def _reason(self, error: BaseException) -> str:
+        error = _leaf(error)
+        tail = self.stderr_tail(1)
+        if isinstance(error, MCPError) and error.code == REQUEST_TIMEOUT:
+            return f"no answer within {self.cfg.startup_timeout:g}s (startup_timeout)"
+        if isinstance(error, MCPError) and error.code == CONNECTION_CLOSED:
+            return f"exited during start-up: {tail or 'see ' + str(self.log)}"
+        if isinstance(error, FileNotFoundError):
+            return f"command not found: {self.cfg.command}"
+        return one_line(error)
+
+    def _logger(self, log: IO[str]) -> Callable[[types.LoggingMessageNotificationParams], Any]:
+        """notifications/message from the server go to its log file, like its stderr."""
+
+        async def write(params: types.LoggingMessageNotificationParams) -> None:
+            with contextlib.suppress(ValueError, OSError):  # the log closes when it stops
+                log.write(f"# kep: server log {params.level}: {params.data}\n")
+                log.flush()
+
+        return write
+
+
+@dataclass
+class _Run:
+    """One start of a server. A restart makes a new one, so a run that is still winding down
+    can never touch its successor's connection or flags."""
+
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    stopping: bool = False
+    ended: bool = False  # the server's stream ended: the process exited
+    relist: bool = False
+    client: Client | None = None
+    task: asyncio.Task[None] | None = None
+
+    def poke(self, **flags: bool) -> None:
+        for name, value in flags.items():
+            setattr(self, name, value)
+        self.wake.set()
+
+
+@asynccontextmanager
+async def _watched(transport: Any, on_end: Callable[[], None]) -> AsyncIterator[Any]:
+    """The transport, with a read stream that reports its end (the server process exited)."""
+    async with transport as (read, write):
+        yield _EndWatch(read, on_end), write
+
+
+class _EndWatch:
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        self._inner, self._on_end = inner, on_end
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._on_end()
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _EndWatch:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _EndWatch:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _leaf(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
+def one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__

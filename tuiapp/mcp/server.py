@@ -1,0 +1,224 @@
+"""kep as an MCP server: the project's tools, of every format, served over stdio.
+
+Approval rules decide what an MCP client may see and run:
+- `deny`: the tool is not listed, and a call to it is refused;
+- `ask`: not listed unless --allow-ask, in which case the MCP client's own confirmation
+  takes the place of kep's prompt;
+- `allow`: listed and run.
+The list is decided per tool with empty arguments, because tools/list has none; a rule with an
+`args` regex therefore only applies at call time, where every call is decided again with its
+real arguments (so an argument-specific deny is enforced even for a listed tool).
+
+Only protocol bytes reach stdout: the SDK's stdio transport points fd 1 at stderr while it
+serves, and tools run with their output piped, never inherited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import mcp.types as types
+from mcp.server import Server
+from mcp.server.context import HandlerResult, ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
+from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from tuiapp import __version__
+from tuiapp.config import ApprovalConfig
+from tuiapp.core import policy
+from tuiapp.core.events import Event, ToolFinished, ToolOutput
+from tuiapp.core.messages import ToolCall
+from tuiapp.tools.model import ToolSpec
+from tuiapp.tools.schema import arguments_error
+
+Executor = Callable[[ToolSpec, ToolCall, Callable[[Event], None]], Awaitable[ToolFinished]]
+STDERR_TAIL_LINES = 20
+
+INSTRUCTIONS = (
+    "kep serves this project's tools (keprompt functions, llm-functions, Loki, extension "
+    "packs, AITool classes and bridged MCP servers). Results are the tools' own output."
+)
+
+
+class KepMcpServer:
+    def __init__(
+        self,
+        tools: Callable[[], Mapping[str, ToolSpec]],
+        execute: Executor,
+        approval: Callable[[], ApprovalConfig],
+        *,
+        allow_ask: bool = False,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self._tools, self._execute, self._approval = tools, execute, approval
+        self.allow_ask = allow_ask
+        self._env = env or {}
+        self._bus = InMemorySubscriptionBus()  # 2026-era clients hear of changes via listen
+        self._legacy: ServerSession | None = None  # handshake-era clients: notifications
+        self.server: Server[Any] = Server(
+            "kep", version=__version__, instructions=INSTRUCTIONS,
+            on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+            on_subscriptions_listen=ListenHandler(self._bus),
+        )
+        self.server.middleware.append(self._remember_session)
+
+    # ---- policy ----------------------------------------------------------------------------
+
+    def visible(self) -> dict[str, ToolSpec]:
+        """The tools an MCP client may see, by the argument-free verdict of each."""
+        approval = self._approval()
+        out = {}
+        for name, spec in self._tools().items():
+            action = policy.decide(ToolCall("list", name, {}), approval, self._env).action
+            if action == "allow" or (action == "ask" and self.allow_ask):
+                out[name] = spec
+        return out
+
+    def _refusal(self, call: ToolCall) -> str | None:
+        verdict = policy.decide(call, self._approval(), self._env)
+        if verdict.action == "deny":
+            return f"denied by kep's policy ({verdict.rule})"
+        if verdict.action == "ask" and not self.allow_ask:
+            return (f"kep's policy asks before running this call ({verdict.rule}); "
+                    "start the server with `kep mcp serve --allow-ask` to let this client's "
+                    "own confirmation decide")
+        return None
+
+    # ---- handlers ------------------------------------------------------------------------
+
+    async def _list_tools(self, ctx: ServerRequestContext[Any],
+                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[
+            types.Tool(name=spec.name, description=spec.description,
+                       input_schema=_object_schema(spec.parameters))
+            for spec in self.visible().values()
+        ])
+
+    async def _call_tool(self, ctx: ServerRequestContext[Any],
+                         params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = dict(params.arguments or {})
+        call = ToolCall(f"mcp-{uuid.uuid4().hex[:12]}", params.name, arguments)
+        spec = self._tools().get(params.name)
+        if spec is None:
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
+        refusal = self._refusal(call)
+        if refusal:
+            return _error(f"Error: {params.name} was not run: {refusal}.")
+        problem = arguments_error(spec.parameters, arguments)
+        if problem:
+            return _error(f"Error: invalid arguments for {params.name}: {problem}. "
+                          "Nothing was run.")
+        stderr: list[str] = []
+        progress = _ProgressRelay(ctx.session)
+
+        def emit(event: Event) -> None:
+            if isinstance(event, ToolOutput):
+                if event.stream == "stderr":
+                    stderr.append(event.text)
+                progress.push(event.text)
+
+        try:
+            fin = await self._execute(spec, call, emit)
+        finally:
+            await progress.close()
+        if fin.status == "ok":
+            return types.CallToolResult(content=[types.TextContent(type="text", text=fin.result)])
+        return _error(_with_stderr_tail(fin.result, "".join(stderr)))
+
+    async def _remember_session(self, ctx: ServerRequestContext[Any],
+                                call_next: Any) -> HandlerResult:
+        # A handshake-era connection's session can send notifications at any time later.
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self._legacy = ctx.session
+        return await call_next(ctx)
+
+    # ---- hot reload ------------------------------------------------------------------------
+
+    async def tools_changed(self, *_: object) -> None:
+        """Tell connected clients to list again (call it on RegistryChanged or config reload)."""
+        await self._bus.publish(ToolsListChanged())
+        if self._legacy is not None:
+            try:
+                await self._legacy.send_tool_list_changed()
+            except Exception:  # the client went away; the next connection lists afresh
+                self._legacy = None
+
+    # ---- running ---------------------------------------------------------------------------
+
+    def init_options(self) -> InitializationOptions:
+        # Handshake-era clients learn here that list_changed notifications will come.
+        return self.server.create_initialization_options(NotificationOptions(tools_changed=True))
+
+    async def run_stdio(self) -> None:
+        async with stdio_server() as (read, write):
+            await self.server.run(read, write, self.init_options())
+
+
+class _ProgressRelay:
+    """Tool output chunks → progress notifications for a client that asked for progress.
+
+    Sending happens in one background task so a flooding tool is never slowed by the pipe;
+    chunks that arrive while a send is under way are merged into the next message.
+    """
+
+    MAX_MESSAGE = 2000
+
+    def __init__(self, session: ServerSession) -> None:
+        self._session = session
+        self._pending: list[str] = []
+        self._count = 0
+        self._wake = asyncio.Event()
+        self._closed = False
+        self._task = asyncio.ensure_future(self._pump())
+
+    def push(self, text: str) -> None:
+        self._pending.append(text)
+        self._wake.set()
+
+    async def _pump(self) -> None:
+        while not (self._closed and not self._pending):
+            await self._wake.wait()
+            self._wake.clear()
+            if not self._pending:
+                continue
+            text = "".join(self._pending)[-self.MAX_MESSAGE:]
+            self._pending.clear()
+            self._count += 1
+            try:
+                await self._session.report_progress(self._count, None, text.rstrip("\n"))
+            except Exception:  # progress is a courtesy; the result still goes back
+                return
+
+    async def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        try:
+            await asyncio.wait_for(self._task, 2)
+        except (TimeoutError, asyncio.CancelledError):
+            self._task.cancel()
+
+
+def _object_schema(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    schema = dict(parameters)
+    schema.setdefault("type", "object")
+    return schema
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def _with_stderr_tail(result: str, stderr: str) -> str:
+    tail = "\n".join(stderr.rstrip("\n").splitlines()[-STDERR_TAIL_LINES:])
+    if not tail or tail in result:
+        return result
+    return f"{result}\nstderr (last lines):\n{tail}"

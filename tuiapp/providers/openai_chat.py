@@ -1,0 +1,201 @@
+"""OpenAI Chat Completions, streamed: OpenRouter, Ollama, LM Studio, vLLM, llama.cpp and any
+`[providers.X] api = "chat"` server.
+
+Servers differ in small ways, handled here: some reject `stream_options` (asked for usage, dropped
+once on a 400 that names it), some omit tool call ids or finish with "stop" after tool calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from tuiapp.config import ProviderConfig
+from tuiapp.core.events import TextDelta, Usage
+from tuiapp.core.messages import Message, ToolCall
+from tuiapp.providers.base import Provider, ProviderFailure, StreamEnd, StreamItem
+from tuiapp.providers.wire import (
+    api_key_for,
+    call_arguments_json,
+    clean_history,
+    failure_from,
+    image_note,
+    load_image,
+    object_schema,
+    sdk_timeout,
+    where,
+)
+from tuiapp.tools.model import ToolSpec
+
+DEFAULT_URL = "https://api.openai.com/v1"
+FINISH = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+}
+
+
+def to_messages(messages: Sequence[Message], system: str | None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for m in clean_history(messages):
+        if m.role in ("user", "system"):
+            out.append(
+                {"role": m.role, "content": _user_content(m) if m.role == "user" else m.content}
+            )
+        elif m.role == "assistant":
+            msg: dict[str, Any] = {"role": "assistant", "content": m.content or None}
+            if m.tool_calls:
+                msg["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": call_arguments_json(c.arguments)},
+                    }
+                    for c in m.tool_calls
+                ]
+            out.append(msg)
+        elif m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+    return out
+
+
+def _user_content(m: Message) -> str | list[dict[str, Any]]:
+    if not m.images:
+        return m.content
+    parts: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content else []
+    for path in m.images:
+        image = load_image(path)
+        if image is None:
+            parts.append({"type": "text", "text": image_note(path)})
+        else:
+            parts.append(
+                {"type": "image_url", "image_url": {"url": f"data:{image[0]};base64,{image[1]}"}}
+            )
+    return parts
+
+
+def to_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": object_schema(t.parameters),
+            },
+        }
+        for t in tools
+    ]
+
+
+class ChatProvider(Provider):
+    def __init__(self, config: ProviderConfig, model: str) -> None:
+        super().__init__(config, model)
+        self._client: Any = None
+        self._key: str | None = None
+        self._url = where(config, DEFAULT_URL)
+        self._ask_usage = True  # cleared if the server rejects stream_options
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            self._key = api_key_for(self.config)
+            from openai import AsyncOpenAI  # lazy: ~1 s of import, paid on first use only
+
+            self._client = AsyncOpenAI(
+                api_key=self._key,
+                base_url=self.config.base_url or None,
+                default_headers=self.config.headers or None,
+                max_retries=0,
+                timeout=sdk_timeout(),
+            )
+        return self._client
+
+    def _fail(self, exc: BaseException, streaming: bool = False) -> ProviderFailure:
+        return failure_from(exc, self.config, self._url, self._key, streaming=streaming)
+
+    async def _open(self, kwargs: dict[str, Any]) -> Any:
+        client = self._get_client()
+        try:
+            if self._ask_usage:
+                try:
+                    return await client.chat.completions.create(
+                        **kwargs, stream_options={"include_usage": True}
+                    )
+                except Exception as e:
+                    if getattr(e, "status_code", None) != 400 or "stream_options" not in str(e):
+                        raise
+                    self._ask_usage = False
+            return await client.chat.completions.create(**kwargs)
+        except Exception as e:
+            raise self._fail(e) from e
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system: str | None
+    ) -> AsyncIterator[StreamItem]:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_messages(messages, system),
+            "stream": True,
+        }
+        if tools:
+            kwargs["tools"] = to_tools(tools)
+        chunks = await self._open(kwargs)
+
+        calls: dict[int, list[Any]] = {}  # index → [id, name, [argument fragments]]
+        finish: str | None = None
+        usage: Usage | None = None
+        try:
+            async for chunk in chunks:
+                if chunk.usage is not None:
+                    usage = Usage(
+                        chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0
+                    )
+                for choice in (chunk.choices or [])[:1]:
+                    delta = choice.delta
+                    if delta is not None and delta.content:
+                        yield TextDelta(delta.content)
+                    for tc in (delta.tool_calls if delta is not None else None) or ():
+                        self._add_fragment(calls, tc)
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+        except Exception as e:
+            raise self._fail(e, streaming=True) from e
+        finally:
+            await chunks.close()
+        if finish is None:
+            raise ProviderFailure(
+                f"{self.config.name}: the stream ended before the reply was complete",
+                retryable=True,
+            )
+        for index in sorted(calls):
+            call_id, name, parts = calls[index]
+            yield ToolCall.from_raw(call_id or f"call_{index}", name, "".join(parts))
+        if usage is not None:
+            yield usage
+        stop = FINISH.get(finish, finish)
+        yield StreamEnd("tool_use" if calls and stop == "end_turn" else stop)
+
+    @staticmethod
+    def _add_fragment(calls: dict[int, list[Any]], tc: Any) -> None:
+        index = tc.index if tc.index is not None else len(calls)
+        entry = calls.get(index)
+        # Some servers reuse index 0 for every parallel call: a new id starts a new call.
+        if entry is not None and tc.id and entry[0] and tc.id != entry[0]:
+            index = max(calls) + 1
+            entry = None
+        if entry is None:
+            entry = calls[index] = [tc.id or "", "", []]
+        elif tc.id and not entry[0]:
+            entry[0] = tc.id
+        fn = tc.function
+        if fn is not None:
+            if fn.name and not entry[1]:
+                entry[1] = fn.name
+            if fn.arguments:
+                entry[2].append(fn.arguments)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None

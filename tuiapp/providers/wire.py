@@ -1,0 +1,214 @@
+"""What the three network providers share: keys, SDK error → ProviderFailure, history clean-up,
+image and schema helpers. Nothing here imports an SDK at module level (startup time)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import mimetypes
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from tuiapp.config import ProviderConfig
+from tuiapp.core.messages import Message
+from tuiapp.providers.base import ProviderFailure, mask_secret
+
+# Local servers (ollama, llama.cpp, vLLM…) ignore the key, but the SDKs insist on one.
+PLACEHOLDER_KEY = "kep-no-key"
+CONNECT_TIMEOUT = 10.0
+# Between two streamed chunks: long, since a reasoning model may think silently for minutes.
+READ_TIMEOUT = 300.0
+# In-stream error types (200 response, error event) worth a retry if nothing was shown yet.
+RETRYABLE_KINDS = {"overloaded_error", "api_error", "rate_limit_error", "server_error"}
+IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+
+def api_key_for(config: ProviderConfig) -> str:
+    if not config.api_key_env:
+        return PLACEHOLDER_KEY
+    key = config.api_key()
+    if not key:
+        raise ProviderFailure(
+            f"{config.api_key_env} is not set: export it, or put it in .env at the project root "
+            f"(needed for {config.name}/… models)"
+        )
+    return key
+
+
+def sdk_timeout() -> Any:
+    import httpx2  # already loaded by the SDK that calls this
+
+    return httpx2.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
+
+
+def where(config: ProviderConfig, default_url: str) -> str:
+    return config.base_url or default_url
+
+
+def is_local(url: str) -> bool:
+    return bool(re.match(r"https?://(localhost|127\.|0\.0\.0\.0|\[::1\])", url))
+
+
+# ---- errors ---------------------------------------------------------------------------------
+
+
+def _detail(exc: BaseException) -> str:
+    """The API's own error text, not the SDK's "Error code: 429 - {...}" wrapper."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        message = inner.get("message")
+        if isinstance(message, str) and message:
+            return message[:300]
+    text = getattr(exc, "message", None) or str(exc)
+    return str(text)[:300]
+
+
+def _root_cause(exc: BaseException) -> str:
+    while exc.__cause__ is not None or exc.__context__ is not None:
+        nxt = exc.__cause__ or exc.__context__
+        assert nxt is not None
+        exc = nxt
+    return str(exc) or type(exc).__name__
+
+
+def _retry_after(response: Any) -> float | None:
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) / scale)
+        except ValueError:
+            continue  # an HTTP date: fall back to our own backoff
+    return None
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return (
+        bool(names & {"APIConnectionError", "APITimeoutError", "TransportError"})
+        or type(exc).__module__.startswith("httpx")
+        or isinstance(exc, (ConnectionError, TimeoutError))
+    )
+
+
+def failure_from(
+    exc: BaseException,
+    config: ProviderConfig,
+    url: str,
+    key: str | None,
+    *,
+    streaming: bool = False,
+) -> ProviderFailure:
+    """Map any SDK or transport error to a ProviderFailure fit for the user."""
+    if isinstance(exc, ProviderFailure):
+        return exc
+    status = getattr(exc, "status_code", None)
+    retryable, retry_after = False, None
+    name = config.name
+    if isinstance(status, int) and status >= 400:
+        detail = _detail(exc)
+        if status == 401 and config.api_key_env:
+            # The API's text often echoes part of the key: leave it out entirely.
+            msg = (
+                f"{config.api_key_env} was rejected ({status}): check the key in your "
+                f"environment or .env"
+            )
+        elif status in (401, 403):
+            hint = (
+                f" (check {config.api_key_env})"
+                if config.api_key_env
+                else (f" (set api_key_env in [providers.{name}])" if status == 401 else "")
+            )
+            msg = f"{name}: access denied ({status}): {detail}{hint}"
+        elif status == 429:
+            msg, retryable = f"{name}: rate limited (429): {detail}", True
+            retry_after = _retry_after(getattr(exc, "response", None))
+        elif status >= 500 or status in (408, 409):
+            msg, retryable = f"{name}: server error ({status}): {detail}", True
+            retry_after = _retry_after(getattr(exc, "response", None))
+        else:
+            msg = f"{name}: request rejected ({status}): {detail}"
+    elif _is_connection_error(exc):
+        retryable = True
+        cause = _root_cause(exc)
+        if streaming:
+            msg = f"{name}: connection lost mid-reply ({cause})"
+        else:
+            hint = " — is the server running?" if is_local(url) else ""
+            msg = f"{name}: cannot reach {url} ({cause}){hint}"
+    elif status is not None or getattr(exc, "body", None) is not None:
+        # An error event inside a 200 stream (e.g. Anthropic "overloaded_error").
+        detail = _detail(exc)
+        body = getattr(exc, "body", None)
+        inner = body.get("error") if isinstance(body, dict) else None
+        inner = inner if isinstance(inner, dict) else body if isinstance(body, dict) else {}
+        retryable = inner.get("type") in RETRYABLE_KINDS
+        msg = f"{name}: error from the API: {detail}"
+    else:
+        msg = f"{name}: {type(exc).__name__}: {exc}"
+    return ProviderFailure(
+        mask_secret(msg, key),
+        status=status if isinstance(status, int) and status >= 400 else None,
+        retryable=retryable,
+        retry_after=retry_after,
+    )
+
+
+# ---- history --------------------------------------------------------------------------------
+
+
+def clean_history(messages: Sequence[Message]) -> list[Message]:
+    """Drop what no API accepts: empty assistant turns (an interrupt before any text), calls
+    that never got a result (cut or interrupted), and results whose call is gone."""
+    answered = {m.tool_call_id for m in messages if m.role == "tool"}
+    called: set[str] = set()
+    out: list[Message] = []
+    for m in messages:
+        if m.role == "assistant":
+            calls = tuple(c for c in m.tool_calls if c.id in answered)
+            if not m.content and not calls:
+                continue
+            if calls != m.tool_calls:
+                m = replace(m, tool_calls=calls)
+            called.update(c.id for c in calls)
+        elif m.role == "tool" and m.tool_call_id not in called:
+            continue
+        out.append(m)
+    return out
+
+
+def load_image(path: str) -> tuple[str, str] | None:
+    """(media type, base64 data) of an image file, or None when it cannot be sent."""
+    p = Path(path).expanduser()
+    media = mimetypes.guess_type(p.name)[0]
+    if media not in IMAGE_TYPES:
+        return None
+    try:
+        return media, base64.b64encode(p.read_bytes()).decode("ascii")
+    except OSError:
+        return None
+
+
+def image_note(path: str) -> str:
+    return f"[image {path} could not be attached: missing, unreadable or not png/jpeg/gif/webp]"
+
+
+def object_schema(parameters: dict[str, Any]) -> dict[str, Any]:
+    """Every API wants an object schema; tools without parameters declare {}."""
+    if not parameters:
+        return {"type": "object", "properties": {}}
+    if "type" not in parameters:
+        return {"type": "object", **parameters}
+    return parameters
+
+
+def call_arguments_json(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, ensure_ascii=False)

@@ -1,0 +1,368 @@
+"""Child-side runner for the Python tool formats. Runs in the TOOL's interpreter, never in kep.
+
+    python _child_python.py call         FILE FUNC        < args.json   (llm-functions, Loki)
+    python _child_python.py ext-describe FILE                            (extension packs)
+    python _child_python.py ext-call     FILE FUNC        < args.json
+    python _child_python.py ait-describe FILE                            (AITool classes)
+    python _child_python.py ait-call     FILE CLASS       < args.json
+
+Standalone on purpose: it imports only the standard library (plus jsonschema and pydantic when
+the tool's environment has them), so any Python 3.8+ can run it by path. User code is imported
+here, in the child, so a crash, a hang or a missing package never reaches kep.
+Exit codes: 0 ok, 1 the tool failed (message on stderr), 2 the file cannot provide tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import traceback
+import typing
+from pathlib import Path
+
+# `python path/to/_child_python.py` puts this package directory first on sys.path, where our own
+# modules (base.py, …) would shadow the user's: drop it.
+if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
+    sys.path.pop(0)
+
+
+class Unusable(Exception):
+    """The file cannot provide tools (exit 2, one line on stderr)."""
+
+
+# ---- loading ---------------------------------------------------------------------------------
+
+def load(file: str, package_aware: bool) -> typing.Any:
+    """Import FILE. Inside a package (an __init__.py beside it) it is imported by its dotted
+    name so relative imports work; else by path under its stem. Either way the module is in
+    sys.modules before its code runs (pydantic and `from __future__ import annotations` need it).
+    """
+    path = Path(file).resolve()
+    for extra in (os.getcwd(), str(path.parent)):
+        if extra not in sys.path:
+            sys.path.insert(0, extra)
+    if package_aware and (path.parent / "__init__.py").exists():
+        parts = [path.stem]
+        top = path.parent
+        while (top / "__init__.py").exists():
+            parts.insert(0, top.name)
+            top = top.parent
+        sys.path.insert(0, str(top))
+        return importlib.import_module(".".join(parts))
+    name = path.stem if path.stem not in sys.modules else f"_kep_{abs(hash(str(path)))}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, str(path))
+    if spec is None or spec.loader is None:
+        raise Unusable(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def import_or_unusable(file: str, package_aware: bool) -> typing.Any:
+    try:
+        return load(file, package_aware)
+    except Unusable:
+        raise
+    except BaseException as e:  # SystemExit from a module counts as a failed import too
+        tb = traceback.extract_tb(e.__traceback__)
+        where = next((f"{Path(f.filename).name}:{f.lineno}" for f in reversed(tb)
+                      if Path(f.filename).resolve() == Path(file).resolve()), "")
+        at = f" (at {where})" if where else ""
+        raise Unusable(f"import failed{at}: {type(e).__name__}: {e}") from None
+
+
+def read_args() -> dict:
+    raw = sys.stdin.read() if not sys.stdin.closed else ""
+    args = json.loads(raw) if raw.strip() else {}
+    if not isinstance(args, dict):
+        raise Unusable("arguments must be a JSON object")
+    return args
+
+
+def settle(value: typing.Any) -> typing.Any:
+    return asyncio.run(value) if inspect.isawaitable(value) else value
+
+
+# ---- llm-functions / Loki -----------------------------------------------------------------
+
+def call(file: str, func: str) -> int:
+    module = import_or_unusable(file, package_aware=False)
+    fn = getattr(module, func, None)
+    if not callable(fn):
+        raise Unusable(f"{Path(file).name} has no function {func}()")
+    value = settle(fn(**read_args()))
+    # As llm-functions' run-tool.py: scalars as text, dict/list as JSON, None: nothing.
+    if value is None:
+        return 0
+    if isinstance(value, (dict, list)):
+        text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    else:
+        text = str(value)
+    target = os.environ.get("LLM_OUTPUT")
+    if target:
+        with open(target, "a", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+# ---- schemas from live signatures (extensions) --------------------------------------------
+
+_SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def type_schema(tp: typing.Any) -> dict:
+    if tp is inspect.Parameter.empty or tp is typing.Any or isinstance(tp, str):
+        return {"type": "string"}
+    if tp in _SCALARS:
+        return {"type": _SCALARS[tp]}
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Union or type(tp).__name__ == "UnionType":
+        rest = [a for a in args if a is not type(None)]
+        return type_schema(rest[0]) if len(rest) == 1 else {"anyOf": [type_schema(a) for a in rest]}
+    if origin is typing.Literal:
+        if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+            return {"type": "integer", "enum": list(args)}
+        return {"type": "string", "enum": [str(a) for a in args]}
+    if origin is getattr(typing, "Annotated", None):
+        return type_schema(args[0])
+    if tp in (list, tuple, set) or origin in (list, tuple, set):
+        return {"type": "array", "items": type_schema(args[0]) if args else {"type": "string"}}
+    if tp is dict or origin is dict:
+        return {"type": "object"}
+    if hasattr(tp, "model_json_schema"):  # a pydantic model parameter
+        return tp.model_json_schema()
+    return {"type": "string"}
+
+
+def signature_schema(fn: typing.Any) -> dict:
+    sig = inspect.signature(fn)
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception:
+        hints = {}  # unresolvable string annotations: fall back to what the signature says
+    props: dict = {}
+    required = []
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        props[p.name] = type_schema(hints.get(p.name, p.annotation))
+        if p.default is p.empty:
+            required.append(p.name)
+    out: dict = {"type": "object", "properties": props}
+    if required:
+        out["required"] = required
+    return out
+
+
+def doc_parts(fn: typing.Any) -> tuple[str, str, str]:
+    """(full docstring, summary = line 1, example = first non-empty line after it)."""
+    doc = inspect.getdoc(fn) or ""
+    lines = doc.splitlines()
+    summary = lines[0].strip() if lines else ""
+    example = next((line.strip() for line in lines[1:] if line.strip()), "")
+    return doc, summary, example
+
+
+def normalise(value: typing.Any) -> str:
+    """FORMATS.md §4: pydantic model → JSON of model_dump(); dict/list → JSON; else str()."""
+    def default(o: typing.Any) -> typing.Any:
+        if hasattr(o, "model_dump"):
+            return o.model_dump()
+        return str(o)
+
+    if hasattr(value, "model_dump") and callable(value.model_dump):
+        return json.dumps(value.model_dump(), default=default, ensure_ascii=False)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, default=default, ensure_ascii=False)
+    return str(value)
+
+
+# ---- extension packs ----------------------------------------------------------------------
+
+def ext_module(file: str) -> typing.Any:
+    module = import_or_unusable(file, package_aware=True)
+    missing = [n for n in ("NAME", "SYSTEM_PROMPT", "TOOLS") if not hasattr(module, n)]
+    if missing:
+        raise Unusable(f"not an extension pack: no {', '.join(missing)} (needs NAME, "
+                       "SYSTEM_PROMPT and TOOLS)")
+    if not isinstance(module.NAME, str) or not isinstance(module.SYSTEM_PROMPT, str):
+        raise Unusable("NAME and SYSTEM_PROMPT must be strings")
+    if not isinstance(module.TOOLS, (list, tuple)) or not all(callable(t) for t in module.TOOLS):
+        raise Unusable("TOOLS must be a list of functions")
+    return module
+
+
+def ext_describe(file: str) -> int:
+    module = ext_module(file)
+    tools = []
+    for fn in module.TOOLS:
+        doc, summary, example = doc_parts(fn)
+        try:
+            schema = signature_schema(fn)
+        except (TypeError, ValueError) as e:
+            raise Unusable(f"{getattr(fn, '__name__', fn)!r}: no usable signature: {e}") from None
+        tools.append({"name": fn.__name__, "doc": doc, "summary": summary, "example": example,
+                      "parameters": schema})
+    json.dump({"name": module.NAME, "system_prompt": module.SYSTEM_PROMPT, "tools": tools},
+              sys.stdout)
+    return 0
+
+
+def coerce_models(fn: typing.Any, args: dict) -> dict:
+    """A dict argument for a pydantic-model parameter becomes that model."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:
+        return args
+    out = dict(args)
+    for name, value in args.items():
+        tp = hints.get(name)
+        options = typing.get_args(tp) if typing.get_origin(tp) is typing.Union or \
+            type(tp).__name__ == "UnionType" else (tp,)
+        model = next((t for t in options if hasattr(t, "model_validate")), None)
+        if isinstance(value, dict) and model is not None:
+            out[name] = model.model_validate(value)
+    return out
+
+
+def ext_call(file: str, func: str) -> int:
+    module = ext_module(file)
+    fn = next((t for t in module.TOOLS if getattr(t, "__name__", None) == func), None)
+    if fn is None:
+        raise Unusable(f"{module.NAME}: no tool {func} in TOOLS")
+    value = settle(fn(**coerce_models(fn, read_args())))
+    sys.stdout.write(normalise(value))
+    return 0
+
+
+# ---- AITool classes -----------------------------------------------------------------------
+
+AITOOL_ATTRS = ("name", "description", "parameters_schema", "execute")
+
+
+def is_aitool_class(obj: typing.Any, module: typing.Any) -> bool:
+    return (inspect.isclass(obj) and obj.__module__ == module.__name__
+            and not inspect.isabstract(obj)
+            and all(hasattr(obj, a) for a in AITOOL_ATTRS) and callable(obj.execute))
+
+
+def ait_instances(file: str) -> list:
+    module = import_or_unusable(file, package_aware=True)
+    out = []
+    for cls_name, cls in sorted(vars(module).items()):
+        if not is_aitool_class(cls, module):
+            continue
+        try:
+            out.append((cls_name, cls()))
+        except Exception as e:
+            raise Unusable(f"{cls_name}() failed: {type(e).__name__}: {e}") from None
+    return out
+
+
+def ait_definition(tool: typing.Any) -> dict:
+    fn = getattr(tool, "get_openrouter_tool_definition", None)
+    if callable(fn):
+        try:
+            d = fn()
+            if isinstance(d, dict) and isinstance(d.get("function"), dict):
+                return d["function"]
+        except Exception:
+            pass  # an abstract stub or a broken override: the properties say the same
+    return {"name": tool.name, "description": tool.description,
+            "parameters": tool.parameters_schema}
+
+
+def ait_describe(file: str) -> int:
+    tools = []
+    for cls_name, tool in ait_instances(file):
+        d = ait_definition(tool)
+        instructions = ""
+        get = getattr(tool, "get_ai_prompt_instructions", None)
+        if callable(get):
+            try:
+                instructions = get() or ""
+            except Exception as e:
+                raise Unusable(f"{cls_name}.get_ai_prompt_instructions() failed: {e}") from None
+        tools.append({"class": cls_name, "name": d.get("name"), "description": d.get("description"),
+                      "parameters": d.get("parameters"), "instructions": str(instructions),
+                      "category": getattr(tool, "category", None),
+                      "tags": list(getattr(tool, "tags", None) or [])})
+    json.dump(tools, sys.stdout, default=str)
+    return 0
+
+
+def validate(schema: dict, args: dict) -> str | None:
+    try:
+        import jsonschema
+    except ImportError:  # the tool's environment lacks it: at least check required names
+        missing = [k for k in schema.get("required", []) if k not in args]
+        return f"missing required argument(s): {', '.join(missing)}" if missing else None
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(args), key=str)
+    return "; ".join(e.message for e in errors[:5]) or None
+
+
+def ait_call(file: str, cls_name: str) -> int:
+    tool = dict(ait_instances(file)).get(cls_name)
+    if tool is None:
+        raise Unusable(f"no AITool class {cls_name} in {Path(file).name}")
+    args = read_args()
+    schema = ait_definition(tool).get("parameters") or {"type": "object"}
+    problem = validate(schema, args)
+    if problem:
+        print(f"invalid arguments: {problem}", file=sys.stderr)
+        return 1
+    params = inspect.signature(tool.execute).parameters
+    wants_dict = "arguments" in params and "arguments" not in schema.get("properties", {})
+    value = settle(tool.execute(arguments=args) if wants_dict else tool.execute(**args))
+    error = _error_of(value)
+    if error is not None:
+        print(error, file=sys.stderr)
+        return 1
+    sys.stdout.write(normalise(value))
+    return 0
+
+
+def _error_of(value: typing.Any) -> str | None:
+    """AITool's expected failures come back as {"error": "…"} (a dict, or its JSON text)."""
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if isinstance(value, dict) and value.get("error"):
+        err = value["error"]
+        return err if isinstance(err, str) else json.dumps(err, default=str)
+    return None
+
+
+MODES = {"call": call, "ext-describe": ext_describe, "ext-call": ext_call,
+         "ait-describe": ait_describe, "ait-call": ait_call}
+
+
+def main(argv: list) -> int:
+    if len(argv) < 2 or argv[0] not in MODES:
+        print(f"usage: _child_python.py {{{','.join(MODES)}}} FILE [NAME]", file=sys.stderr)
+        return 2
+    try:
+        return MODES[argv[0]](*argv[1:])
+    except Unusable as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    except SystemExit as e:  # the tool called sys.exit(): keep its code
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,95 @@
+"""Extension packs (FORMATS.md §4): `extensions/**/*_tool.py` modules exporting NAME,
+SYSTEM_PROMPT and TOOLS (a list of functions).
+
+Each module is imported in a child (registered in sys.modules first); tool = the function's
+name, schema from its signature, description = its docstring. Calls import the module in a
+child again and normalise the return value (pydantic → JSON of model_dump(), dict/list → JSON,
+else str()). Also here: the Light Schema (`kep functions --light-schema`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from tuiapp.tools.formats import child_listing, runtimes
+from tuiapp.tools.formats.base import FormatContext, ToolFormat, ToolLoadError
+from tuiapp.tools.model import Invocation, ToolSpec
+from tuiapp.tools.schema import schema_error
+
+SKIP_DIRS = {"__pycache__", "node_modules", ".venv", "venv", ".git"}
+
+
+class ExtensionFormat(ToolFormat):
+    name = "extension"
+
+    def roots(self, ctx: FormatContext) -> list[Path]:
+        out = []
+        auto = ctx.project_root / "extensions"
+        if auto.is_dir():
+            out.append(auto)
+        for src in ctx.config.tools.sources:
+            if src.format == self.name:
+                p = Path(src.path).expanduser()
+                out.append(p if p.is_absolute() else ctx.project_root / p)
+        return list(dict.fromkeys(out))
+
+    def candidates(self, root: Path) -> Iterable[Path]:
+        if root.is_file():
+            return [root] if root.name.endswith("_tool.py") else []
+        out = []
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames
+                                 if d not in SKIP_DIRS and not d.startswith("."))
+            out += [Path(dirpath) / f for f in sorted(filenames) if f.endswith("_tool.py")]
+        return out
+
+    def cache_salt(self, path: Path, ctx: FormatContext) -> str:
+        return " ".join(runtimes.python_argv(ctx))  # another interpreter may import differently
+
+    async def declare(self, path: Path, ctx: FormatContext) -> list[ToolSpec]:
+        pack = await child_listing.describe("ext-describe", path, ctx)
+        specs = []
+        for index, tool in enumerate(pack["tools"]):
+            params = tool["parameters"]
+            problem = schema_error(params)
+            if problem:
+                raise ToolLoadError(f"{tool['name']}: {problem}")
+            run = {"file": str(path.absolute()), "function": tool["name"], "pack": pack["name"],
+                   "system_prompt": pack["system_prompt"], "summary": tool["summary"],
+                   "example": tool["example"], "index": index}
+            specs.append(ToolSpec(tool["name"], tool["doc"] or tool["summary"], params, self.name,
+                                  str(path), run=run))
+        return specs
+
+    def invocation(self, spec: ToolSpec, arguments: dict[str, Any],
+                   ctx: FormatContext) -> Invocation:
+        argv = [*runtimes.python_argv(ctx), str(runtimes.CHILD_PYTHON), "ext-call",
+                spec.run["file"], spec.run["function"]]
+        return Invocation(argv, stdin=json.dumps(arguments).encode(), env=runtimes.python_env())
+
+
+def light_schema(specs: Iterable[ToolSpec]) -> str:
+    """The Light Schema of every extension pack among `specs`, byte-exact (FORMATS.md §4):
+    `NAME — first line of SYSTEM_PROMPT`, then `- tool: summary EX: "example"` per tool;
+    packs separated by a blank line. No trailing newline."""
+    packs: dict[str, list[ToolSpec]] = {}
+    for spec in specs:
+        if spec.format == "extension":
+            packs.setdefault(spec.source, []).append(spec)
+    sections = []
+    for source in sorted(packs):  # discovery order: packs by path, tools in TOOLS order
+        tools = sorted(packs[source], key=lambda t: t.run.get("index", 0))
+        run = tools[0].run
+        first = next((ln.strip() for ln in run["system_prompt"].splitlines() if ln.strip()), "")
+        lines = [f"{run['pack']} — {first}" if first else run["pack"]]
+        for t in tools:
+            line = f"- {t.name}: {t.run['summary']}"
+            if t.run["example"]:
+                line += f' EX: "{t.run["example"]}"'
+            lines.append(line)
+        sections.append("\n".join(lines))
+    return "\n\n".join(sections)

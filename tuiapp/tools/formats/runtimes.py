@@ -1,0 +1,146 @@
+"""What the script formats share: interpreters, shebangs, environments, `.env`, child runners.
+
+Everything here is about building argv/env for a CHILD process; nothing runs user code.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+import zlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from tuiapp.tools.formats.base import FormatContext
+
+HERE = Path(__file__).resolve().parent
+CHILD_PYTHON = HERE / "_child_python.py"
+CHILD_JS = HERE / "_child_js.mjs"
+
+
+def environ(ctx: FormatContext) -> dict[str, str]:
+    """The environment a tool would start with (kep's, plus the context's additions)."""
+    return {**os.environ, **ctx.env}
+
+
+def which(command: str, ctx: FormatContext) -> str | None:
+    if os.sep in command:
+        return command if os.access(command, os.X_OK) else None
+    return shutil.which(command, path=environ(ctx).get("PATH"))
+
+
+def dotenv_values(*files: Path) -> dict[str, str]:
+    """Variables of the first file that sets each (python-dotenv's quoting rules)."""
+    out: dict[str, str] = {}
+    for file in files:
+        if not file.is_file():
+            continue
+        from dotenv import dotenv_values as read
+
+        for k, v in read(file).items():
+            if v is not None and k not in out:
+                out[k] = v
+    return out
+
+
+def unset_only(values: Mapping[str, str], ctx: FormatContext) -> dict[str, str]:
+    """`.env` semantics: never override a variable that is already set."""
+    env = environ(ctx)
+    return {k: v for k, v in values.items() if k not in env}
+
+
+def env_salt(ctx: FormatContext, dotenv_files: Iterable[Path] = ()) -> str:
+    """Cache salt for declarations that depend on PATH, set variables and .env files (`@env X!`,
+    `@meta require-tools`, a shebang's interpreter): any change re-declares."""
+    env = environ(ctx)
+    parts = [env.get("PATH", ""), ",".join(sorted(k for k, v in env.items() if v))]
+    for f in dotenv_files:
+        try:
+            st = f.stat()
+            parts.append(f"{f}:{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            parts.append(f"{f}:-")
+    data = "\0".join(parts).encode()
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"  # zlib: cheaper to import
+
+
+def shebang(path: Path) -> list[str] | None:
+    """The interpreter argv of a `#!` first line, or None."""
+    try:
+        with path.open("rb") as f:
+            first = f.readline(512)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    try:
+        argv = shlex.split(first[2:].decode("utf-8", "replace").strip())
+    except ValueError:
+        return None
+    return argv or None
+
+
+def program_of(argv: list[str]) -> str:
+    """The program an interpreter argv really needs (`/usr/bin/env -S python3 -u` → python3)."""
+    if Path(argv[0]).name == "env":
+        for a in argv[1:]:
+            if not a.startswith("-") and "=" not in a:
+                return a
+    return argv[0]
+
+
+def missing_program(argv: list[str], ctx: FormatContext) -> str | None:
+    """The program of `argv` when it is not installed, else None."""
+    for prog in dict.fromkeys([argv[0], program_of(argv)]):
+        if which(prog, ctx) is None:
+            return prog
+    return None
+
+
+def python_argv(ctx: FormatContext) -> list[str]:
+    """The interpreter for Python tools without a shebang: `[tools] python`, else the project's
+    .venv, else `python3` on PATH (as llm-functions and Loki use), else kep's own."""
+    configured = getattr(ctx.config.tools, "python", None)
+    if configured:
+        return shlex.split(configured)
+    for venv in (ctx.project_root / ".venv" / "bin" / "python",):
+        if os.access(venv, os.X_OK):
+            return [str(venv)]
+    found = which("python3", ctx) or which("python", ctx)
+    return [found or sys.executable]
+
+
+def ts_runtime(ctx: FormatContext) -> tuple[list[str] | None, str]:
+    """(argv, why-not) for TypeScript: `[tools] ts_runtime`, else `tsx` on PATH, else `npx tsx`."""
+    configured = getattr(ctx.config.tools, "ts_runtime", None)
+    if configured:
+        argv = shlex.split(configured)
+        missing = missing_program(argv, ctx)
+        if missing:
+            return None, f"the TypeScript runtime `{missing}` ([tools] ts_runtime) is not installed"
+        return argv, ""
+    if which("node", ctx) is None:
+        return None, "TypeScript tools need Node.js (run with `npx tsx`): node is not on PATH"
+    tsx = which("tsx", ctx)
+    if tsx:
+        return [tsx], ""
+    if which("npx", ctx) is None:
+        return None, "TypeScript tools need `npx tsx` (or tsx on PATH): npx is not on PATH"
+    return ["npx", "--yes", "tsx"], ""
+
+
+def python_env() -> dict[str, str]:
+    # Tool output should stream into its pane, not arrive in one block at exit.
+    return {"PYTHONUNBUFFERED": "1"}
+
+
+def text_result(stdout: str, output_file_text: str | None) -> str:
+    """llm-functions/Loki: what the tool wrote to $LLM_OUTPUT; if nothing, its stdout (a tool
+    that prints its answer still answers); if neither, "DONE" (as AIChat)."""
+    if output_file_text and output_file_text.strip():
+        return output_file_text.rstrip("\n")
+    if stdout.strip():
+        return stdout.rstrip("\n")
+    return "DONE"

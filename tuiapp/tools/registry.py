@@ -1,0 +1,318 @@
+"""Every tool kep knows: files declared by the formats, plus external sources (MCP servers).
+
+A refresh lists each format's roots (cheap), reuses what it already knows for files whose
+(size, mtime_ns, mode, salt) did not change, in memory or in the on-disk cache, and declares
+only the rest: in parallel, bounded, each with a timeout. An unchanged tree spawns nothing.
+
+Name clashes: sources are ordered (project files, configured dirs, external sources, kep's
+built-ins; within those by format order, root order, sorted path) and the first one wins. A
+loser is reported as broken, except a built-in shadowed by a project tool: overriding a
+built-in by name is a feature.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from tuiapp import paths
+from tuiapp.config import Config
+from tuiapp.core.events import RegistryChanged
+from tuiapp.tools.cache import DeclarationCache, Key, file_key, key_matches
+from tuiapp.tools.formats.base import FormatContext, Lister, ToolFormat, ToolLoadError
+from tuiapp.tools.model import BrokenTool, ToolSpec
+
+Entry = ToolSpec | BrokenTool
+OUTER_TIMEOUT_MARGIN = 5.0  # on top of list_timeout, for a format that hangs in-process
+
+
+@dataclass
+class _File:
+    path: Path
+    fmt: ToolFormat
+    order: tuple[int, int, int]  # (builtin, format index, root index)
+    root: Path
+    key: Key
+    tools: list[ToolSpec] = field(default_factory=list)
+    error: str | None = None
+    transient: bool = False  # error not worth caching
+
+    def cache_entry(self) -> dict[str, Any]:
+        if self.error is not None:
+            return {"key": list(self.key), "error": self.error}
+        return {
+            "key": list(self.key),
+            "tools": [
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                    "run": t.run,
+                }
+                for t in self.tools
+            ],
+        }
+
+
+def _from_cache(
+    entry: dict[str, Any], fmt: ToolFormat, path: Path
+) -> tuple[list[ToolSpec], str | None]:
+    if "error" in entry:
+        return [], str(entry["error"])
+    return [
+        ToolSpec(
+            t["name"],
+            t["description"],
+            t["parameters"],
+            fmt.name,
+            str(path),
+            run=t.get("run") or {},
+        )
+        for t in entry.get("tools", [])
+    ], None
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+class Registry:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        formats: list[ToolFormat] | None = None,
+        cache: DeclarationCache | None = None,
+    ) -> None:
+        if formats is None:
+            from tuiapp.tools.formats import default_formats
+
+            formats = default_formats()
+        self.config = config
+        self.formats = formats
+        self.cache = cache or DeclarationCache()
+        self._files: dict[tuple[str, str], _File] = {}  # (format, path) → state
+        self._external: dict[str, list[Entry]] = {}
+        self._tools: dict[str, ToolSpec] = {}
+        self._broken: list[BrokenTool] = []
+        self._disk: dict[tuple[str, str], dict[str, list[Any]]] = {}  # what each cache file holds
+        self._lock: asyncio.Lock | None = None
+
+    # ---- views -------------------------------------------------------------------------
+
+    @property
+    def tools(self) -> Mapping[str, ToolSpec]:
+        return MappingProxyType(self._tools)
+
+    @property
+    def broken(self) -> list[BrokenTool]:
+        return list(self._broken)
+
+    def entries(self) -> list[Entry]:
+        """Everything, for display: ok tools by name, then broken entries by source."""
+        ok: list[Entry] = sorted(self._tools.values(), key=lambda t: t.name)
+        bad: list[Entry] = sorted(self._broken, key=lambda b: (b.source, b.error))
+        return ok + bad
+
+    def context(self, lister: Lister | None = None) -> FormatContext:
+        if lister is None:
+            from tuiapp.tools.proc import run_collect
+
+            lister = run_collect
+        return FormatContext(self.config.project_root, self.config, lister, os.environ.copy())
+
+    def watch_roots(self) -> list[Path]:
+        ctx = self.context()
+        roots: list[Path] = []
+        for fmt in self.formats:
+            roots.extend(r for r in fmt.roots(ctx) if r not in roots)
+        return roots
+
+    def reconfigure(self, config: Config) -> None:
+        """New settings (roots, timeouts, built-ins on/off) apply from the next refresh()."""
+        self.config = config
+
+    # ---- changes -------------------------------------------------------------------------
+
+    def set_external(self, key: str, items: list[Entry]) -> RegistryChanged:
+        """Tools that are not files (an MCP server's); an empty list removes the source."""
+        before = self._snapshot()
+        if items:
+            self._external[key] = list(items)
+        else:
+            self._external.pop(key, None)
+        self._resolve()
+        return self._diff(before)
+
+    async def refresh(self, paths: Iterable[Path] | None = None) -> RegistryChanged:
+        """Rescan. `paths`: files known to have changed; they are declared again even if
+        their stat looks the same. None: a full scan, trusting unchanged stats."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            before = self._snapshot()
+            await self._rescan(paths)
+            self._resolve()
+            return self._diff(before)
+
+    async def _rescan(self, changed: Iterable[Path] | None) -> None:
+        ctx = self.context()
+        force = {os.path.realpath(p) for p in changed} if changed is not None else set()
+        builtin_dir = os.path.realpath(paths.builtin_functions_dir())
+        project_dir = os.path.realpath(self.config.project_root / "prompts" / "functions")
+        files: dict[tuple[str, str], _File] = {}
+        todo: list[_File] = []
+        roots_seen: list[tuple[ToolFormat, Path]] = []
+        for fi, fmt in enumerate(self.formats):
+            for ri, root in enumerate(fmt.roots(ctx)):
+                real_root = os.path.realpath(root)
+                builtin = real_root == builtin_dir and real_root != project_dir
+                roots_seen.append((fmt, root))
+                disk: dict[str, dict[str, Any]] | None = None
+                for path in fmt.candidates(root):
+                    key = file_key(path, fmt.cache_salt(path, ctx))
+                    if key is None:
+                        continue
+                    state = _File(path, fmt, (int(builtin), fi, ri), root, key)
+                    files[(fmt.name, str(path))] = state
+                    if force and os.path.realpath(path) in force:
+                        todo.append(state)
+                        continue
+                    old = self._files.get((fmt.name, str(path)))
+                    if old is not None and old.key == key and not old.transient:
+                        state.tools, state.error = old.tools, old.error
+                        continue
+                    if disk is None:
+                        disk = self._load_disk(fmt, root)
+                    entry = disk.get(str(path))
+                    if entry is not None and key_matches(entry, key):
+                        state.tools, state.error = _from_cache(entry, fmt, path)
+                    else:
+                        todo.append(state)
+        if todo:
+            await self._declare_all(todo, ctx)
+        self._files = files
+        self._save_disk(roots_seen)
+
+    def _load_disk(self, fmt: ToolFormat, root: Path) -> dict[str, dict[str, Any]]:
+        entries = self.cache.load(fmt.name, root)
+        self._disk[(fmt.name, str(root))] = {p: e.get("key") for p, e in entries.items()}
+        return entries
+
+    def _save_disk(self, roots: list[tuple[ToolFormat, Path]]) -> None:
+        for fmt, root in roots:
+            mine = {
+                str(f.path): f
+                for f in self._files.values()
+                if f.fmt is fmt and f.root == root and not f.transient
+            }
+            view = {p: list(f.key) for p, f in mine.items()}
+            slot = (fmt.name, str(root))
+            if slot not in self._disk:
+                self._load_disk(fmt, root)
+            if self._disk[slot] == view:
+                continue
+            self.cache.save(fmt.name, root, {p: f.cache_entry() for p, f in mine.items()})
+            self._disk[slot] = view
+
+    async def _declare_all(self, todo: list[_File], ctx: FormatContext) -> None:
+        from tuiapp.tools.forkserver import ForkingLister
+
+        lister = ForkingLister(ctx.project_root, ctx.env)
+        ctx = FormatContext(ctx.project_root, ctx.config, lister, ctx.env)
+        sem = asyncio.Semaphore(max(1, self.config.tools.list_concurrency))
+        timeout = self.config.tools.list_timeout + OUTER_TIMEOUT_MARGIN
+
+        async def one(state: _File) -> None:
+            async with sem:
+                try:
+                    async with asyncio.timeout(timeout):
+                        state.tools = await state.fmt.declare(state.path, ctx)
+                    state.error = None
+                except ToolLoadError as e:
+                    state.tools, state.error = [], _one_line(str(e))
+                    state.transient = e.transient
+                except TimeoutError:
+                    state.tools, state.error = [], f"reading this file took over {timeout:g} s"
+                    state.transient = True
+                except Exception as e:  # a format bug must not take the registry down
+                    state.tools = []
+                    state.error = _one_line(
+                        f"internal error reading this file: {type(e).__name__}: {e}"
+                    )
+                    state.transient = True
+
+        try:
+            executable = [s.path for s in todo if os.access(s.path, os.X_OK)]
+            await lister.prepare(executable, self.config.tools.list_timeout)
+            await asyncio.gather(*(one(s) for s in todo))
+        finally:
+            await lister.close()
+
+    # ---- resolution ----------------------------------------------------------------------
+
+    def _resolve(self) -> None:
+        tools: dict[str, ToolSpec] = {}
+        from_builtin: dict[str, bool] = {}
+        broken: list[BrokenTool] = []
+
+        def offer(spec: ToolSpec, builtin: bool) -> None:
+            winner = tools.get(spec.name)
+            if winner is None:
+                tools[spec.name] = spec
+                from_builtin[spec.name] = builtin
+            elif not (builtin and not from_builtin[spec.name]):  # a project override is fine
+                broken.append(
+                    BrokenTool(
+                        spec.source, spec.format, f"duplicate of {spec.name} from {winner.source}"
+                    )
+                )
+
+        def take_file(f: _File) -> None:
+            if f.error is not None:
+                broken.append(BrokenTool(str(f.path), f.fmt.name, f.error))
+            for spec in f.tools:
+                offer(spec, bool(f.order[0]))
+
+        ordered = sorted(self._files.values(), key=lambda f: (f.order, str(f.path)))
+        for f in ordered:
+            if not f.order[0]:
+                take_file(f)
+        for key in sorted(self._external):
+            for item in self._external[key]:
+                if isinstance(item, BrokenTool):
+                    broken.append(item)
+                else:
+                    offer(item, False)
+        for f in ordered:
+            if f.order[0]:
+                take_file(f)
+        self._tools = tools
+        self._broken = broken
+
+    def _snapshot(self) -> tuple[dict[str, ToolSpec], set[str]]:
+        return dict(self._tools), {b.source for b in self._broken}
+
+    def _diff(self, before: tuple[dict[str, ToolSpec], set[str]]) -> RegistryChanged:
+        old_tools, old_broken = before
+        new_broken = {b.source for b in self._broken}
+        sources = {t.source for t in self._tools.values()}
+        return RegistryChanged(
+            added=tuple(sorted(self._tools.keys() - old_tools.keys())),
+            changed=tuple(
+                sorted(
+                    n
+                    for n in self._tools.keys() & old_tools.keys()
+                    if self._tools[n] != old_tools[n] or self._tools[n].run != old_tools[n].run
+                )
+            ),
+            removed=tuple(sorted(old_tools.keys() - self._tools.keys())),
+            broken=tuple(sorted(new_broken - old_broken)),
+            recovered=tuple(sorted((old_broken - new_broken) & sources)),
+        )

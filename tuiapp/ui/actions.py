@@ -1,0 +1,232 @@
+"""What the palette and keys do to the session and settings: new, resume, export, model,
+theme, approval rules, config, hot reload. Part of KepApp (kept apart so app.py stays thin)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from textual import work
+from textual.app import App
+from textual.command import SimpleCommand
+
+from tuiapp import config, paths
+from tuiapp.core.events import RegistryChanged
+from tuiapp.providers import ModelError, resolve_model
+from tuiapp.ui import commands
+from tuiapp.ui.chat import ChatSession
+from tuiapp.ui.themes import register_themes, save_theme_choice
+from tuiapp.ui.widgets.approval import ApprovalPanel
+from tuiapp.ui.widgets.prompt_input import PromptInput
+from tuiapp.ui.widgets.status_footer import StatusFooter
+from tuiapp.ui.widgets.tool_panes import ToolPanes
+from tuiapp.ui.widgets.transcript import Transcript
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from tuiapp.core.events import Event
+    from tuiapp.core.messages import Message
+    from tuiapp.core.store import Store
+    from tuiapp.providers.base import Provider
+    from tuiapp.ui.bridge import ApprovalBroker
+    from tuiapp.workspace import Workspace
+
+
+class SessionActions(App[int]):
+    ws: Workspace
+    store: Store | None
+    chat: ChatSession
+    broker: ApprovalBroker
+    busy: bool
+
+    if TYPE_CHECKING:
+        def _sink(self, event: Event) -> None: ...
+        def show_tools(self) -> None: ...
+
+    def new_chat(self, model: str, session_id: str | None = None,
+                 history: Sequence[Message] = (), provider: Provider | None = None
+                 ) -> ChatSession:
+        self.broker.reset()
+        return ChatSession(self.ws, model=model, sink=self._sink, approver=self.broker,
+                           store=self.store, session_id=session_id, history=history,
+                           provider=provider)
+
+    def _refuse_while_busy(self, what: str) -> bool:
+        if self.busy:
+            self.notify(f"Cannot {what} while kep is answering: Esc interrupts it first.",
+                        severity="warning")
+        return self.busy
+
+    # ---- sessions -----------------------------------------------------------------------
+
+    async def show_session_history(self) -> None:
+        transcript = self.query_one(Transcript)
+        if self.store is not None and self.chat.session_id is not None:
+            from tuiapp.core.transcript import Transcript as Record
+
+            record = Record.load(self.store, self.chat.session_id)
+            await transcript.show_history(record.messages, record.call_records())
+        else:
+            await transcript.show_history(self.chat.history)
+
+    async def _switch_chat(self, session_id: str | None, history: Sequence[Message]) -> None:
+        self.chat = self.new_chat(self.chat.model, session_id, history, self.chat.provider)
+        self.query_one(ApprovalPanel).drop_closed()
+        await self.query_one(Transcript).clear()
+        # Fresh panes: the old session's tool output does not belong to the new one.
+        old = self.query_one(ToolPanes)
+        panes = ToolPanes(self.ws.config.pane_lines, id="panes", classes=" ".join(old.classes))
+        await old.remove()
+        await self.query_one("#body").mount(panes)
+        footer = self.query_one(StatusFooter)
+        footer.session_id, footer.tokens, footer.state = session_id, (0, 0), "idle"
+        prompt = self.query_one(PromptInput)
+        for m in history:
+            if m.role == "user":
+                prompt.prompt_history.add(m.content)
+        if history:
+            await self.show_session_history()
+        prompt.focus()
+
+    async def action_new_session(self) -> None:
+        if not self._refuse_while_busy("start a new session"):
+            await self._switch_chat(None, ())
+            self.notify("New session. The previous one is saved (ctrl+o reopens it).")
+
+    def action_open_session(self) -> None:
+        if self.store is None:
+            self.notify("Sessions are not being saved in this run.", severity="warning")
+            return
+        if self._refuse_while_busy("open another session"):
+            return
+        sessions = self.store.list_sessions(self.ws.root, limit=100)
+        if not sessions:
+            self.notify("No saved sessions in this project yet.")
+            return
+        choices = [SimpleCommand(
+            f"{s.id}  {s.title or '(untitled)'}", (lambda sid=s.id: self.resume(sid)),
+            f"{datetime.fromtimestamp(s.updated):%Y-%m-%d %H:%M} · {s.model} · "
+            f"{s.message_count} messages") for s in sessions]
+        self.search_commands(choices, placeholder="Open a session of this project…")
+
+    @work(exclusive=True, group="session")
+    async def resume(self, session_id: str) -> None:
+        assert self.store is not None
+        await self._switch_chat(session_id, self.store.load_messages(session_id))
+        self.notify(f"Resumed session {session_id}.")
+
+    def action_export_session(self) -> None:
+        sid = self.chat.session_id
+        if self.store is None or sid is None:
+            self.notify("Nothing to export yet: send a message first.", severity="warning")
+            return
+        from tuiapp.core.transcript import Transcript as Record
+        from tuiapp.core.transcript import to_markdown
+
+        target = self.ws.root / f"kep-session-{sid}.md"
+        try:
+            target.write_text(to_markdown(Record.load(self.store, sid)), encoding="utf-8")
+        except OSError as e:
+            self.notify(f"Export failed: {target}: {e.strerror}", severity="error")
+            return
+        self.notify(f"Exported to {target}", title="Session exported", timeout=10)
+
+    # ---- model and theme ----------------------------------------------------------------
+
+    def choose_model(self) -> None:
+        commands.open_model_picker(self)  # type: ignore[arg-type]
+
+    def model_choices(self) -> dict[str, str]:
+        recent = []
+        if self.store is not None:
+            recent = [s.model for s in self.store.list_sessions(self.ws.root, limit=30)]
+        return commands.model_candidates(self.ws.config, self.chat.model, recent)
+
+    def switch_model(self, name: str) -> None:
+        if self._refuse_while_busy("switch models"):
+            return
+        try:
+            resolve_model(self.ws.config, name)
+            self.chat.switch_model(name)
+        except ModelError as e:
+            self.notify(str(e), title="Cannot use that model", severity="error", timeout=10)
+            return
+        self.query_one(StatusFooter).model = name
+        self.notify(f"Model: {name} (from the next message on)")
+
+    def choose_theme(self) -> None:
+        choices = [SimpleCommand(name, (lambda n=name: self.set_theme(n)),
+                                 "current" if name == self.theme else None)
+                   for name in sorted(self.available_themes)]
+        self.search_commands(choices, placeholder="Theme…")
+
+    def set_theme(self, name: str) -> None:
+        self.theme = name
+        # The project's kep.toml wins over the user file: save where it will take effect.
+        project = self.ws.config.project_file
+        target = project if _has_key(project, "theme") else None
+        try:
+            saved = save_theme_choice(name, target)
+        except OSError as e:
+            self.notify(f"Theme not saved: {e}", severity="error")
+            return
+        self.notify(f"Theme {name} saved to {saved}")
+
+    # ---- rules, config, reload ----------------------------------------------------------
+
+    def add_rule(self, tool: str, action: str) -> None:
+        """a / d in the approval panel: an exact-name rule first in the project's kep.toml."""
+        file = self.ws.config.project_file
+        try:
+            config.add_rule(file, f"^{re.escape(tool)}$", action)  # type: ignore[arg-type]
+            self.ws.reconfigure(config.load(self.ws.root))
+        except (OSError, config.ConfigError) as e:
+            self.notify(f"Could not save the rule: {e}", severity="error", timeout=10)
+            return
+        verb = "always allowed" if action == "allow" else "always denied"
+        self.notify(f"{tool} is now {verb}: rule added to {file}", title="Approval rule",
+                    timeout=8)
+
+    def action_show_config(self) -> None:
+        read = "\n".join(str(f) for f in self.ws.config.files) or "(none yet)"
+        self.notify(f"Read:\n{read}\n\nUser config: {paths.user_config_file()}\n"
+                    f"Project config: {self.ws.config.project_file}",
+                    title="Config files", timeout=15)
+
+    @work(group="watch", exit_on_error=False)
+    async def watch_files(self) -> None:
+        """Hot reload: tools, kep.toml / config.toml and themes, while the app runs."""
+        from tuiapp.tools.reloader import Reloader
+
+        async def on_config(cfg: object, error: Exception | None) -> None:
+            if error is not None:
+                self.notify(f"Config not reloaded: {error}", severity="error", timeout=10)
+            else:
+                self.notify("Config reloaded.")
+
+        def on_themes() -> None:
+            for error in register_themes(self):
+                self.notify(error, title="Theme", severity="warning", timeout=8)
+
+        reloader = Reloader(self.ws, on_tools=self._tools_changed,
+                            on_config=on_config, on_themes=on_themes)
+        try:
+            await reloader.run()
+        finally:
+            reloader.stop()
+
+    def _tools_changed(self, change: RegistryChanged) -> None:
+        self.show_tools()
+        self.notify(f"Tools changed: {change.summary()}", title="Functions")
+
+
+def _has_key(file: Path, key: str) -> bool:
+    try:
+        with file.open("rb") as f:
+            return key in tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError):
+        return False

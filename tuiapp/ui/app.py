@@ -1,0 +1,292 @@
+"""KepApp: lays out the screen and routes core events to widgets. The chat itself lives in
+ChatSession (ui/chat.py); palette entries in ui/commands.py; session actions in ui/actions.py.
+
+Layout: [functions panel] | transcript, approval panel, prompt | [tool panes]; status footer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import ClassVar
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from tuiapp.core.events import (
+    Event,
+    RegistryChanged,
+    ToolCallRequested,
+    ToolCallStarted,
+    ToolFinished,
+    TurnEnded,
+    Usage,
+)
+from tuiapp.core.messages import Message
+from tuiapp.core.store import Store
+from tuiapp.providers.base import Provider
+from tuiapp.ui import commands
+from tuiapp.ui.actions import SessionActions
+from tuiapp.ui.bridge import ApprovalBroker, EventBridge
+from tuiapp.ui.messages import ApprovalRequested, CoreEvent, ReplyText
+from tuiapp.ui.prompt_commands import SessionStarts
+from tuiapp.ui.themes import register_themes
+from tuiapp.ui.widgets.approval import ApprovalPanel
+from tuiapp.ui.widgets.first_run import FirstRunPanel
+from tuiapp.ui.widgets.functions_panel import FunctionsPanel
+from tuiapp.ui.widgets.prompt_input import PromptInput
+from tuiapp.ui.widgets.status_footer import StatusFooter
+from tuiapp.ui.widgets.tool_panes import ToolPanes
+from tuiapp.ui.widgets.transcript import Transcript
+from tuiapp.workspace import Workspace
+
+
+class KepApp(SessionStarts, SessionActions, App[int]):
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
+    TITLE = "kep"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "interrupt", "interrupt", show=False),
+        Binding("ctrl+r", "retry", "retry", show=False),
+        Binding("ctrl+n", "new_session", "new session", show=False),
+        Binding("ctrl+o", "open_session", "open session", show=False),
+        Binding("ctrl+t", "toggle_panes", "tool panes", show=False),
+        Binding("ctrl+f", "toggle_functions", "functions", show=False),
+        Binding("ctrl+g", "cancel_tools", "cancel tools", show=False),
+    ]
+
+    def __init__(self, ws: Workspace, *, model: str, store: Store | None, session_id: str | None,
+                 history: Sequence[Message], provider: Provider | None, first_run: bool,
+                 label: str | None, watch: bool) -> None:
+        super().__init__()
+        self.ws, self.store, self.label, self.watch = ws, store, label, watch
+        self.first_run = first_run
+        self.broker = ApprovalBroker(self.post_message)
+        self._bridge = EventBridge(self.post_message)
+        self.chat = self.new_chat(model, session_id, history, provider)
+        self.tools_ready = asyncio.Event()  # set after the first registry refresh
+        self.theme_errors = register_themes(self)
+        if ws.config.theme in self.available_themes:
+            self.theme = ws.config.theme
+        else:
+            self.theme_errors.append(f"theme {ws.config.theme!r} not found; using the default")
+        self._panes_hidden_by_user = False
+
+    def _sink(self, event: Event) -> None:
+        self.broker.observe(event)
+        self._bridge(event)
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="body"):
+            yield FunctionsPanel(self.ws.root, id="functions", classes="-hidden")
+            with Vertical(id="chat"):
+                yield Transcript(id="transcript")
+                yield ApprovalPanel(self.ws.root, id="approval")
+                yield PromptInput(self._prompt_history(), id="prompt")
+            yield ToolPanes(self.ws.config.pane_lines, id="panes", classes="-hidden")
+        yield StatusFooter(id="status")
+
+    def _prompt_history(self) -> Iterable[str]:
+        return [m.content for m in self.chat.history if m.role == "user"]
+
+    async def on_mount(self) -> None:
+        self.query_one(ApprovalPanel).display = False
+        footer = self.query_one(StatusFooter)
+        footer.model, footer.label, footer.session_id = self.chat.model, self.label, \
+            self.chat.session_id
+        self.query_one(PromptInput).focus()
+        if self.chat.history:
+            await self.show_session_history()
+        if self.first_run:
+            await self.query_one(Transcript).mount(FirstRunPanel(self.ws.config))
+        for error in self.theme_errors:
+            self.notify(error, title="Theme", severity="warning", timeout=8)
+        self.refresh_tools(first=True)  # after the first frame: startup never waits for tools
+
+    # ---- tools --------------------------------------------------------------------------
+
+    @work(exclusive=True, group="registry", exit_on_error=False)
+    async def refresh_tools(self, first: bool = False) -> None:
+        try:
+            change = await self.ws.registry.refresh()
+        except Exception as e:  # a registry bug must not take the chat down
+            self.notify(f"could not list tools: {e}", severity="error")
+            change = None
+        finally:
+            self.tools_ready.set()
+        self.show_tools()
+        if first:
+            self.chat.preload()
+            if self.watch:
+                self.watch_files()
+        elif isinstance(change, RegistryChanged):
+            self.notify(f"Tools reloaded: {change.summary()}", title="Functions")
+
+    def show_tools(self) -> None:
+        entries = self.ws.registry.entries()
+        self.query_one(FunctionsPanel).update_entries(entries)
+        for panel in self.query(FirstRunPanel):
+            panel.show_tools(entries)
+
+    # ---- the conversation ----------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        return any(w.group == "conversation" and not w.is_finished for w in self.workers)
+
+    def set_state(self, state: str) -> None:
+        self.query_one(StatusFooter).state = state
+
+    async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
+        if self.busy:
+            self.query_one(PromptInput).load_text(message.text)
+            self.notify("kep is still answering: Esc interrupts it.", severity="warning")
+            return
+        for panel in self.query(FirstRunPanel):
+            await panel.remove()
+        self.set_state("streaming")
+        self.converse(message.text)
+
+    @work(exclusive=True, group="conversation", exit_on_error=False)
+    async def converse(self, text: str | None) -> None:
+        """One turn (text) or a retry (None), in the background: the UI never waits on it."""
+        await self.tools_ready.wait()
+        try:
+            await (self.chat.send(text) if text is not None else self.chat.retry())
+        except Exception as e:  # a bug, not a provider error (those are events)
+            self.notify(f"internal error: {type(e).__name__}: {e}", severity="error", timeout=15)
+            self.set_state("error")
+            raise
+
+    def action_retry(self) -> None:
+        """After a provider error or an interrupt: the same request again."""
+        history = self.chat.history
+        failed = self.query_one(StatusFooter).state == "error" or (
+            bool(history) and history[-1].interrupted)
+        if self.busy or self.chat.conversation is None or not failed:
+            self.notify("Nothing to retry.")
+            return
+        self.set_state("streaming")
+        self.converse(None)
+
+    async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # A turn cancelled before the core could say so (e.g. while tools were still being
+        # listed) still has to leave the screen idle.
+        worker = event.worker
+        if worker.group == "conversation" and worker.is_finished and not self.busy:
+            await self.query_one(Transcript).end_reply(
+                interrupted=worker.state == WorkerState.CANCELLED)
+            if self.query_one(StatusFooter).state != "error":
+                self.set_state("error" if worker.state == WorkerState.ERROR else "idle")
+
+    def action_interrupt(self) -> None:
+        if self.chat.running:
+            self.chat.cancel_tools()
+        elif self.busy and not self.query_one(ApprovalPanel).display:
+            self.workers.cancel_group(self, "conversation")
+        elif not self.busy:
+            for panel in self.query(FirstRunPanel):
+                panel.remove()
+
+    def on_prompt_input_interrupt(self) -> None:
+        self.action_interrupt()
+
+    def action_cancel_tools(self) -> None:
+        if not self.chat.cancel_tools():
+            self.notify("No tool is running.")
+
+    async def on_reply_text(self, message: ReplyText) -> None:
+        await self.query_one(Transcript).stream_text(message.chunks.take())
+
+    async def on_core_event(self, message: CoreEvent) -> None:
+        event = message.event
+        await self.query_one(Transcript).handle(event)
+        self.query_one(ToolPanes).handle(event)
+        if isinstance(event, ToolCallRequested) and not self._panes_hidden_by_user:
+            self.query_one(ToolPanes).remove_class("-hidden")
+        if isinstance(event, ToolCallStarted):
+            self.set_state("tools")
+        elif isinstance(event, ToolFinished) and not self.chat.running:
+            self.set_state("streaming")
+        elif isinstance(event, Usage):
+            self.query_one(StatusFooter).tokens = (event.input_tokens, event.output_tokens)
+        elif isinstance(event, TurnEnded):
+            self.set_state("error" if event.stop_reason == "error" else "idle")
+            self.query_one(ApprovalPanel).drop_closed()
+            self.query_one(StatusFooter).session_id = self.chat.session_id
+        elif isinstance(event, RegistryChanged):
+            self.show_tools()
+
+    # ---- approval ---------------------------------------------------------------------
+
+    def on_approval_requested(self, message: ApprovalRequested) -> None:
+        req = message.request
+        if block := self.query_one(Transcript).block(req.call.id):
+            block.asking(req.verdict.rule)
+        self.query_one(ApprovalPanel).push(req)
+        self.set_state("approval")
+
+    def on_approval_panel_answered_all(self, message: ApprovalPanel.AnsweredAll) -> None:
+        # Requests of the same reply that reached the panel meanwhile get the same answer.
+        self.broker.answer_rest(message.approval)
+        self.query_one(ApprovalPanel).answer_matching(self.broker.in_batch, message.approval)
+
+    def on_approval_panel_done(self) -> None:
+        self.query_one(PromptInput).focus()
+        if self.busy:
+            self.set_state("tools" if self.chat.running else "streaming")
+
+    def on_approval_panel_rule_requested(self, message: ApprovalPanel.RuleRequested) -> None:
+        self.add_rule(message.tool, message.action)
+
+    def on_tool_panes_cancel_requested(self, message: ToolPanes.CancelRequested) -> None:
+        self.chat.cancel_tools(message.call_id)
+
+    # ---- panes and palette --------------------------------------------------------------
+
+    def action_toggle_panes(self) -> None:
+        panes = self.query_one(ToolPanes)
+        panes.toggle_class("-hidden")
+        self._panes_hidden_by_user = panes.has_class("-hidden")
+
+    def action_toggle_functions(self) -> None:
+        self.query_one(FunctionsPanel).toggle_class("-hidden")
+
+    def action_reload_tools(self) -> None:
+        self.refresh_tools()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from commands.kep_commands(self)
+        # Textual's own entries, minus its theme picker (ours saves the choice).
+        yield from (c for c in super().get_system_commands(screen) if c.title != "Theme")
+
+    async def on_unmount(self) -> None:
+        # Stop background work while the loop still runs, so tool listers and running tools
+        # are killed and reaped rather than left to a closed loop.
+        self.chat.cancel_tools()
+        pending = [w for w in self.workers if not w.is_finished]
+        for worker in pending:
+            worker.cancel()
+        waits = [asyncio.ensure_future(w.wait()) for w in pending]
+        if waits:
+            await asyncio.wait(waits, timeout=3)
+            for w in waits:
+                if w.done() and not w.cancelled():
+                    w.exception()  # cancelled workers raise here; that is expected
+                else:
+                    w.cancel()
+        await self.chat.close()
+
+
+def make_app(workspace: Workspace, *, model: str, store: Store | None = None,
+             session_id: str | None = None, history: Sequence[Message] = (),
+             provider: Provider | None = None, first_run: bool = False,
+             label: str | None = None, watch: bool = False) -> KepApp:
+    """The app, ready to run() or run_test(). `provider` replaces the one named by `model`
+    (tests, screenshots); `watch` turns on hot reload of tools, config and themes."""
+    return KepApp(workspace, model=model, store=store, session_id=session_id, history=history,
+                  provider=provider, first_run=first_run, label=label, watch=watch)

@@ -1,0 +1,105 @@
+"""The two callbacks the core gets from the UI: `emit` (events → posted messages) and the
+approver (a call to ask about → a Future that the approval panel resolves).
+
+Both run on the app's event loop (the conversation is an async worker), so no locking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from textual.message import Message
+
+from tuiapp.core.conversation import Approval
+from tuiapp.core.events import Event, MessageAdded, TextDelta
+from tuiapp.core.messages import ToolCall
+from tuiapp.core.policy import Verdict
+from tuiapp.tools.model import ToolSpec
+from tuiapp.ui.messages import ApprovalRequested, CoreEvent, ReplyText
+
+Post = Callable[[Message], object]
+
+
+@dataclass
+class ReplyChunks:
+    """Text deltas not yet shown. `take()` empties it; a taken batch is never reused."""
+
+    parts: list[str] = field(default_factory=list)
+    taken: bool = False
+
+    def take(self) -> str:
+        self.taken = True
+        text = "".join(self.parts)
+        self.parts.clear()
+        return text
+
+
+class EventBridge:
+    """`bridge(event)`: post the event to the app, coalescing bursts of text deltas."""
+
+    def __init__(self, post: Post) -> None:
+        self._post = post
+        self._chunks: ReplyChunks | None = None
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            if self._chunks is None or self._chunks.taken:
+                self._chunks = ReplyChunks()
+                self._post(ReplyText(self._chunks))
+            self._chunks.parts.append(event.text)
+            return
+        self._chunks = None  # keep order: later text goes into a message after this event
+        self._post(CoreEvent(event))
+
+
+@dataclass
+class PendingApproval:
+    """One call waiting for the user. The approval panel resolves `future` exactly once."""
+
+    call: ToolCall
+    spec: ToolSpec
+    verdict: Verdict
+    future: asyncio.Future[Approval]
+
+    def resolve(self, approval: Approval) -> None:
+        if not self.future.done():
+            self.future.set_result(approval)
+
+    @property
+    def open(self) -> bool:
+        return not self.future.done()
+
+
+class ApprovalBroker:
+    """The Conversation's approver. Also remembers the calls of the latest model reply, so
+    "allow all" / "deny all" (Y / N) can answer the ones of that reply not asked about yet:
+    the conversation asks about calls one at a time, in order."""
+
+    def __init__(self, post: Post) -> None:
+        self._post = post
+        self._batch: frozenset[str] = frozenset()
+        self._blanket: Approval | None = None
+
+    def observe(self, event: Event) -> None:
+        if isinstance(event, MessageAdded) and event.message.role == "assistant":
+            self._batch = frozenset(c.id for c in event.message.tool_calls)
+            self._blanket = None
+
+    def answer_rest(self, approval: Approval) -> None:
+        """Y / N: the same answer for every remaining call of the current reply."""
+        self._blanket = approval
+
+    def in_batch(self, call_id: str) -> bool:
+        return call_id in self._batch
+
+    def reset(self) -> None:
+        self._batch, self._blanket = frozenset(), None
+
+    async def __call__(self, call: ToolCall, spec: ToolSpec, verdict: Verdict) -> Approval:
+        if self._blanket is not None and call.id in self._batch:
+            return self._blanket
+        future: asyncio.Future[Approval] = asyncio.get_running_loop().create_future()
+        self._post(ApprovalRequested(PendingApproval(call, spec, verdict, future)))
+        return await future

@@ -1,0 +1,201 @@
+"""One chat as the app holds it: model, provider, session record, runner and conversation.
+
+No widgets here: the app owns a ChatSession and runs `send`/`retry` in a worker; everything
+the user sees comes back through the `sink` callback as core events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from importlib import import_module
+
+from tuiapp.config import Config
+from tuiapp.core.conversation import Approver, Conversation
+from tuiapp.core.events import Event, Notice, ToolCallStarted, ToolFinished
+from tuiapp.core.messages import Message
+from tuiapp.core.recorder import SessionRecorder
+from tuiapp.core.session_start import StartPlan
+from tuiapp.core.store import Store, StoreError
+from tuiapp.providers import ModelError, make_provider, resolve_model
+from tuiapp.providers.base import Provider, ProviderFailure, StreamItem
+from tuiapp.tools.model import ToolSpec
+from tuiapp.tools.runner import Runner
+from tuiapp.workspace import Workspace
+
+Sink = Callable[[Event], None]
+
+
+class LazyProvider(Provider):
+    """A provider whose SDK is imported in a thread, after the first frame.
+
+    The name is checked at once (resolve_model, no import) so a bad --model fails before the
+    app starts; `preload()` builds the real provider in the background, and the first request
+    waits for it if it is not there yet."""
+
+    def __init__(self, config: Config, name: str) -> None:
+        pc, model = resolve_model(config, name)
+        super().__init__(pc, model)
+        self._cfg, self._name = config, name
+        self._real: Provider | None = None
+        self._loading: asyncio.Future[Provider] | None = None
+
+    @property
+    def label(self) -> str:
+        return "offline" if self.config.api == "offline" else f"{self.config.name}/{self.model}"
+
+    def preload(self) -> None:
+        if self._loading is None and self._real is None:
+            self._loading = asyncio.ensure_future(
+                asyncio.to_thread(_build_provider, self._cfg, self._name))
+
+    async def _get(self) -> Provider:
+        if self._real is None:
+            self.preload()
+            assert self._loading is not None
+            try:
+                self._real = await self._loading
+            except ModelError as e:
+                self._loading = None
+                raise ProviderFailure(str(e)) from None
+            except Exception as e:  # an SDK that fails to import: say so, keep the app alive
+                self._loading = None
+                raise ProviderFailure(f"cannot load the {self.config.name} provider: {e}") from e
+        return self._real
+
+    async def stream(self, messages: Sequence[Message], tools: Sequence[ToolSpec],
+                     system: str | None) -> AsyncIterator[StreamItem]:
+        real = await self._get()
+        async for item in real.stream(messages, tools, system):
+            yield item
+
+    async def aclose(self) -> None:
+        if self._real is not None:
+            await self._real.aclose()
+
+
+# The SDK each wire protocol needs. Providers import it on first use, on the event loop (about
+# a second for anthropic); importing it here, in the preload thread, keeps the first send smooth.
+SDK_MODULES = {"responses": "openai", "chat": "openai", "anthropic": "anthropic"}
+
+
+def _build_provider(config: Config, name: str) -> Provider:
+    provider = make_provider(config, name)
+    sdk = SDK_MODULES.get(provider.config.api)
+    if sdk:
+        try:
+            import_module(sdk)
+        except ImportError:
+            pass  # the provider reports it, with its own words, when it is used
+    return provider
+
+
+class ChatSession:
+    """The session the app shows. The store record and runner are created on the first send,
+    so opening kep and quitting leaves no empty session behind."""
+
+    def __init__(self, ws: Workspace, *, model: str, sink: Sink, approver: Approver,
+                 store: Store | None = None, session_id: str | None = None,
+                 history: Sequence[Message] = (), provider: Provider | None = None) -> None:
+        self.ws = ws
+        self.model = model
+        self.store = store
+        self.session_id = session_id
+        self._history = list(history)
+        self.provider: Provider = provider or LazyProvider(ws.config, model)
+        self._sink = sink
+        self._approver = approver
+        self._recorder: Callable[[Event], None] | None = None
+        self.conversation: Conversation | None = None
+        self.runner: Runner | None = None
+        self.running: dict[str, str] = {}  # call id → tool name, for cancel
+        self._retired: list[Provider] = []  # replaced by switch_model; closed in close()
+
+    @property
+    def history(self) -> list[Message]:
+        """The messages so far (the conversation's own list once it exists)."""
+        return self.conversation.history if self.conversation else self._history
+
+    def emit(self, event: Event) -> None:
+        # Record first: whatever the user sees is already on disk.
+        if self._recorder is not None:
+            self._recorder(event)
+        if isinstance(event, ToolCallStarted):
+            self.running[event.call_id] = event.name
+        elif isinstance(event, ToolFinished):
+            self.running.pop(event.call_id, None)
+        self._sink(event)
+
+    def _conversation(self) -> Conversation:
+        if self.conversation is None:
+            self._open_record()
+            spool_id = self.session_id or f"unsaved-{uuid.uuid4().hex[:8]}"
+            self.runner = runner = self.ws.runner(spool_id)
+            self.conversation = self.ws.conversation(
+                self.provider, runner, self._approver, self.emit, self._history)
+        return self.conversation
+
+    def _open_record(self) -> None:
+        if self.store is None:
+            return
+        try:
+            if self.session_id is None:
+                self.session_id = self.store.create_session(self.ws.root, self.model)
+            self._recorder = SessionRecorder(self.store, self.session_id,
+                                             on_error=self._store_failed)
+        except (StoreError, sqlite3.Error, LookupError) as e:  # never lose the chat to it
+            self._store_failed(f"this chat is not being saved: {e}")
+
+    def _store_failed(self, message: str) -> None:
+        self._recorder = None
+        self._sink(Notice(message, "error"))
+
+    def preload(self) -> None:
+        """Build the provider in the background (after the first frame, once tools are in)."""
+        if isinstance(self.provider, LazyProvider):
+            self.provider.preload()
+
+    async def send(self, text: str) -> str:
+        return await self._conversation().turn(text)
+
+    async def start(self, plan: StartPlan) -> str:
+        """Run a `.prompt` file's statements in this chat (core.session_start)."""
+        return await plan.start(self._conversation())
+
+    async def retry(self) -> str:
+        return await self._conversation().retry()
+
+    def switch_model(self, name: str) -> None:
+        """Use another model from the next request on. Raises ModelError (message for the user)."""
+        provider = LazyProvider(self.ws.config, name)
+        provider.preload()
+        self._retired.append(self.provider)
+        self.provider, self.model = provider, name
+        if self.conversation is not None:
+            self.conversation.provider = provider
+        if self.store is not None and self.session_id is not None:
+            self.store.update_model(self.session_id, name)
+
+    def cancel_tools(self, call_id: str | None = None) -> int:
+        """Cancel one running tool, or all of them. Returns how many were asked to stop."""
+        if self.runner is None:
+            return 0
+        ids = [call_id] if call_id else list(self.running)
+        for cid in ids:
+            self.runner.cancel(cid)
+        return len(ids)
+
+    @property
+    def usage(self) -> tuple[int, int]:
+        u = self.conversation.usage if self.conversation else None
+        return (u.input_tokens, u.output_tokens) if u else (0, 0)
+
+    async def close(self) -> None:
+        """Release network clients (the app calls this on exit)."""
+        for provider in (*self._retired, self.provider):
+            try:
+                await provider.aclose()
+            except Exception:  # closing is best effort: the process is about to end
+                pass

@@ -1,0 +1,85 @@
+"""Command palette (ctrl+p): kep's entries, and the pickers they open (model, theme, session)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from functools import partial
+from typing import TYPE_CHECKING, cast
+
+from textual.app import SystemCommand
+from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+
+from tuiapp.config import Config
+
+if TYPE_CHECKING:
+    from tuiapp.ui.app import KepApp
+
+
+def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
+    yield SystemCommand("Switch model", "Use another model from the next message on",
+                        app.choose_model)
+    yield SystemCommand("Switch theme", "Pick a theme; the choice is saved to config",
+                        app.choose_theme)
+    yield SystemCommand("New session", "Start a fresh conversation (ctrl+n)",
+                        app.action_new_session)
+    yield SystemCommand("Open a past session", "Resume an earlier conversation of this project "
+                        "(ctrl+o)", app.action_open_session)
+    yield SystemCommand("Export session", "Save this conversation as Markdown",
+                        app.action_export_session)
+    yield SystemCommand("Toggle tool panes", "Show or hide the live tool output (ctrl+t)",
+                        app.action_toggle_panes)
+    yield SystemCommand("Toggle functions panel", "List every tool, broken ones with the reason "
+                        "(ctrl+f)", app.action_toggle_functions)
+    yield SystemCommand("Reload tools", "Scan the function directories again",
+                        app.action_reload_tools)
+    yield SystemCommand("Show config path", "Which config files kep reads, and where to put one",
+                        app.action_show_config)
+    yield SystemCommand("Cancel running tool", "Stop every tool call still running (ctrl+g)",
+                        app.action_cancel_tools)
+    yield SystemCommand("Retry", "Send the last request again after an error (ctrl+r)",
+                        app.action_retry)
+
+
+def model_candidates(cfg: Config, current: str, recent: Iterable[str]) -> dict[str, str]:
+    """Model name → a word about it: the current one, offline, each provider's default model,
+    and models used before in this project."""
+    out = {current: "current model", "offline": "kep's built-in model: no network, no key"}
+    for p in cfg.providers.values():
+        if p.api != "offline" and p.default_model:
+            ready = not p.api_key_env or p.api_key()
+            out.setdefault(f"{p.name}/{p.default_model}",
+                           f"{p.api} API" if ready else f"needs {p.api_key_env}")
+    for name in recent:
+        out.setdefault(name, "used before in this project")
+    return out
+
+
+class ModelCommands(Provider):
+    """Known models, plus "Use model X" for any PROVIDER/MODEL typed in."""
+
+    def _models(self) -> dict[str, str]:
+        return cast("KepApp", self.app).model_choices()
+
+    def _pick(self, name: str) -> None:
+        cast("KepApp", self.app).switch_model(name)
+
+    async def discover(self) -> Hits:
+        for name, note in self._models().items():
+            yield DiscoveryHit(name, partial(self._pick, name), help=note)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        models = self._models()
+        for name, note in models.items():
+            if (score := matcher.match(name)) > 0:
+                yield Hit(score, matcher.highlight(name), partial(self._pick, name), help=note)
+        typed = query.strip()
+        if "/" in typed and typed not in models:
+            yield Hit(1.0, Content.assemble("Use model ", (typed, "bold")),
+                      partial(self._pick, typed), text=typed, help="PROVIDER/MODEL")
+
+
+def open_model_picker(app: KepApp) -> None:
+    app.push_screen(CommandPalette(providers=[ModelCommands],
+                                   placeholder="Model: pick one, or type PROVIDER/MODEL…"))

@@ -1,0 +1,41 @@
+"""Textual messages that carry the core's events into the UI (messages up, attributes down).
+
+The core calls a plain `emit(event)` callback; the bridge turns each event into one of these
+and posts it to the app, so widgets are only ever touched from the app's message loop.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.message import Message
+
+from tuiapp.core.events import Event
+
+if TYPE_CHECKING:
+    from tuiapp.ui.bridge import PendingApproval, ReplyChunks
+
+
+class CoreEvent(Message):
+    """Any core event except streamed text (see ReplyText)."""
+
+    def __init__(self, event: Event) -> None:
+        super().__init__()
+        self.event = event
+
+
+class ReplyText(Message):
+    """Streamed reply text. Deltas that arrive before the UI gets to this message are gathered
+    into one (`chunks.take()`), so a fast model costs one message per frame, not per token."""
+
+    def __init__(self, chunks: ReplyChunks) -> None:
+        super().__init__()
+        self.chunks = chunks
+
+
+class ApprovalRequested(Message):
+    """The policy said ask: the approval panel shows the call and resolves the Future."""
+
+    def __init__(self, request: PendingApproval) -> None:
+        super().__init__()
+        self.request = request

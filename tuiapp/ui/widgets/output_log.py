@@ -1,0 +1,155 @@
+"""A bounded, line-based log of a tool's stdout and stderr.
+
+Built for floods: a chunk is split into lines and appended to a deque that keeps only the last
+`max_lines` (older lines fall off), so memory stays bounded whatever the tool prints. Only the
+visible lines are turned into Strips, on the next frame, never the whole log per chunk.
+stderr lines carry the `output-log--stderr` component style.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from typing import ClassVar, Literal
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+Stream = Literal["stdout", "stderr"]
+
+# One stored line never exceeds this many characters: a tool printing 50 MB without a newline
+# still yields bounded lines (the rest continues on the next line).
+LINE_CAP = 2000
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _clean(text: str) -> str:
+    """Terminal escapes would corrupt the screen: strip them; other control chars → �."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\t" in text:
+        text = text.expandtabs()
+    return _CONTROL.sub("\N{REPLACEMENT CHARACTER}", text)
+
+
+class OutputLog(ScrollView, can_focus=True):
+    """Append-only text with two streams; keeps the last `max_lines` lines."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"output-log--stderr"}
+    DEFAULT_CSS = """
+    OutputLog {
+        background: $surface;
+        color: $foreground;
+        overflow: auto auto;
+        & > .output-log--stderr { color: $text-error; }
+        &:focus { background-tint: $foreground 5%; }
+    }
+    """
+
+    def __init__(self, max_lines: int | None = None, *, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.max_lines = max_lines
+        self._lines: deque[tuple[Stream, str]] = deque(maxlen=max_lines)
+        self._open = False  # the last line did not end with a newline yet
+        self._width = 0
+        self._appended = 0  # lines ever appended (for `dropped`)
+        self._follow = True  # keep the newest line in view until the user scrolls up
+
+    # ---- content ---------------------------------------------------------------------
+
+    @property
+    def line_count(self) -> int:
+        return len(self._lines)
+
+    def lines(self, stream: Stream | None = None) -> list[str]:
+        return [t for s, t in self._lines if stream is None or s == stream]
+
+    def write(self, text: str, stream: Stream = "stdout") -> None:
+        """Append a chunk; a partial last line stays open for the next chunk of that stream."""
+        if not text:
+            return
+        pieces = text.split("\n")
+        ends_open = pieces[-1] != ""
+        if not ends_open:
+            pieces.pop()
+        lines = self._lines
+        if self._open and lines and lines[-1][0] == stream:
+            # Continue the open line with the first piece.
+            pieces[0] = lines.pop()[1] + pieces[0]
+            self._appended -= 1
+        cap = self.max_lines
+        if cap is not None and len(pieces) > cap:
+            # Lines that would fall off at once are never cleaned or measured.
+            self._appended += len(pieces) - cap
+            pieces = pieces[-cap:]
+        width = self._width
+        for piece in pieces:
+            if "\r" in piece:
+                # Carriage return (progress bars): keep what was written last.
+                piece = next((p for p in reversed(piece.split("\r")) if p), "")
+            piece = _clean(piece)
+            while len(piece) > LINE_CAP:
+                lines.append((stream, piece[:LINE_CAP]))
+                self._appended += 1
+                piece = piece[LINE_CAP:]
+                width = LINE_CAP
+            lines.append((stream, piece))
+            self._appended += 1
+            width = max(width, cell_len(piece))
+        self._open = ends_open
+        self._width = width
+        self._changed()
+
+    @property
+    def dropped(self) -> int:
+        """How many lines fell off the top (the full output is in the spool file)."""
+        return self._appended - len(self._lines)
+
+    def clear(self) -> None:
+        self._lines.clear()
+        self._appended = 0
+        self._open = False
+        self._width = 0
+        self._changed()
+
+    def _changed(self) -> None:
+        if not self.is_mounted:
+            return
+        self.virtual_size = Size(self._width, len(self._lines))
+        if self._follow:
+            self.scroll_end(animate=False, immediate=False, x_axis=False)
+        self.refresh()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        # Scrolled up by the user: stop following; back at the bottom: follow again.
+        if self.size.height:
+            self._follow = round(new_value) >= self.max_scroll_y
+
+    def on_mount(self) -> None:
+        self.virtual_size = Size(self._width, len(self._lines))
+
+    def on_resize(self) -> None:
+        if self._follow:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    # ---- rendering (visible lines only) ------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if index >= len(self._lines):
+            return Strip.blank(width, base)
+        stream, text = self._lines[index]
+        style = base
+        if stream == "stderr":
+            style = base + self.get_component_rich_style("output-log--stderr")
+        strip = Strip([Segment(text, style)], cell_len(text))
+        return strip.crop_extend(scroll_x, scroll_x + width, base)
