@@ -85,3 +85,17 @@ async def test_server_states() -> None:
         text = str(servers.render())
         assert servers.display
         assert "time ready (2 tools)" in text and "broken failed (exit 1)" in text
+
+
+async def test_hidden_panel_renders_when_shown() -> None:
+    app = PanelApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = app.query_one(FunctionsPanel)
+        panel.display = False
+        await pilot.pause()
+        panel.update_entries([tool("late", str(ROOT / "prompts/functions/late"))])
+        await pilot.pause()
+        panel.display = True
+        await pilot.pause()
+        assert summary(app) == "Functions · 1 ok"
+        assert rows(app)[0].startswith("✔ late")

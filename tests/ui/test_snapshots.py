@@ -40,7 +40,8 @@ class PanelsApp(App[None]):
         register_themes(self)
         self.theme = self._theme_name
         self.query_one(FunctionsPanel).update_entries([
-            ToolSpec("shout", "Upper-case a file", {}, "keprompt", str(ROOT / "prompts/functions/shout")),
+            ToolSpec("shout", "Upper-case a file", {}, "keprompt",
+                     str(ROOT / "prompts/functions/shout")),
             ToolSpec("get_time", "Current time", {}, "mcp", "mcp:time"),
             BrokenTool(str(ROOT / "prompts/functions/bad"), "keprompt",
                        "--list-functions printed a JSON object, expected an array"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.app import App, ComposeResult
+from textual.pilot import Pilot
 
 from tuiapp.core.events import (
     ToolCallDecided,
@@ -35,6 +36,16 @@ class PanesApp(App[None]):
 def start(panes: ToolPanes, call_id: str = "c1", name: str = "shout", spool: str = "") -> None:
     panes.handle(ToolCallRequested(ToolCall(call_id, name, {"file": "notes.txt"}), "x", "keprompt"))
     panes.handle(ToolCallStarted(call_id, name, spool))
+
+
+async def settle(pilot: Pilot[None], panes: ToolPanes) -> None:
+    """Let the newest pane finish mounting and become the visible tab."""
+    for _ in range(200):
+        await pilot.pause()
+        newest = panes.newest()
+        if newest is not None and panes.active_pane() is newest:
+            return
+    raise AssertionError("the newest pane never became active")
 
 
 def status_of(panes: ToolPanes, call_id: str = "c1") -> str:
@@ -97,7 +108,7 @@ async def test_status_line_for_each_outcome_and_tab_labels() -> None:
         for i, (status, code, _) in enumerate(outcomes):
             start(panes, f"c{i}", f"tool{i}")
             panes.handle(ToolFinished(f"c{i}", f"tool{i}", status, code, 310, "r"))  # type: ignore[arg-type]
-        await pilot.pause()
+        await settle(pilot, panes)
         for i, (_, _, expected) in enumerate(outcomes):
             assert status_of(panes, f"c{i}") == expected
         # The newest call is the visible tab; the labels carry the status icon.
@@ -125,12 +136,12 @@ async def test_cancel_key_and_button_post_cancel_requested_for_the_running_call(
     async with app.run_test(size=(80, 24)) as pilot:
         panes = app.query_one(ToolPanes)
         start(panes, "c1", "slow")
-        await pilot.pause()
+        await settle(pilot, panes)
         panes.query_one(OutputLog).focus()
         await pilot.press("c")
         await pilot.pause()
         assert app.cancelled == ["c1"]
-        await pilot.click("#cancel")
+        await pilot.click(".tool-pane--cancel")
         await pilot.pause()
         assert app.cancelled == ["c1", "c1"]
         # Once finished there is nothing to cancel.
@@ -151,7 +162,7 @@ async def test_full_output_key_opens_the_spool_tail(tmp_path: Path) -> None:
         panes = app.query_one(ToolPanes)
         start(panes, spool=str(spool))
         panes.handle(ToolFinished("c1", "shout", "ok", 0, 40, "r", spool_path=str(spool)))
-        await pilot.pause()
+        await settle(pilot, panes)
         panes.query_one(OutputLog).focus()
         await pilot.press("o")
         await app.workers.wait_for_complete()
@@ -174,8 +185,8 @@ async def test_full_output_without_spool_shows_the_kept_lines() -> None:
         panes = app.query_one(ToolPanes)
         start(panes)
         panes.handle(ToolOutput("c1", "stdout", "only line\n"))
-        await pilot.pause()
-        await pilot.click("#open-output")
+        await settle(pilot, panes)
+        await pilot.click(".tool-pane--open")
         await pilot.pause()
         assert isinstance(app.screen, OutputViewer)
         assert app.screen.query_one(OutputLog).lines() == ["only line"]
@@ -186,3 +197,39 @@ def test_status_text() -> None:
     assert status_text("failed", 1, 65_000) == "✗ failed (exit 1) · 1m 05s"
     assert status_text("ok", 0, 2500) == "✔ ok · 2.5 s"
     assert status_text("denied", None, 0) == "⊘ denied"
+
+
+def test_spool_stderr_marks_become_the_stderr_stream() -> None:
+    from tuiapp.ui.screens.output_viewer import split_streams
+
+    text = "a\nb\n[stderr] oops\n[stderr] again\nc\n"
+    assert split_streams(text) == [("stdout", "a\nb\n"), ("stderr", "oops\nagain\n"),
+                                   ("stdout", "c\n")]
+    assert split_streams("plain\n") == [("stdout", "plain\n")]
+
+
+async def test_a_reused_call_id_gets_a_new_pane() -> None:
+    app = PanesApp()
+    async with app.run_test() as pilot:
+        panes = app.query_one(ToolPanes)
+        start(panes, "same")
+        panes.handle(ToolOutput("same", "stdout", "first run\n"))
+        panes.handle(ToolFinished("same", "shout", "ok", 0, 5, ""))
+        start(panes, "same")
+        panes.handle(ToolOutput("same", "stdout", "second run\n"))
+        await pilot.pause()
+        pane = panes.pane("same")
+        assert pane is not None and pane.output.lines() == ["second run"]
+        assert pane.state.status == "running"
+        assert len(app.query(".tool-pane")) == 2
+
+
+def test_output_log_cleans_terminal_escapes_and_progress_bars() -> None:
+    log = OutputLog(100)
+    log.write("\x1b[31mred\x1b[0m text\n")
+    log.write("10%\r50%\r")
+    log.write("100%\n")
+    log.write("a\tb\x07\n", "stderr")
+    log.write("héllo wörld\n")
+    assert log.lines() == ["red text", "100%", "a       b\N{REPLACEMENT CHARACTER}", "héllo wörld"]
+    assert log.lines("stderr") == ["a       b\N{REPLACEMENT CHARACTER}"]

@@ -76,6 +76,17 @@ def test_functions_json_contract(proj: Path) -> None:
     assert len(bad) == 1 and set(bad[0]) == {"source", "format", "status", "error"}
 
 
+def test_warm_functions_imports_nothing_heavy(proj: Path) -> None:
+    kep("functions", "--json", "--project", str(proj))  # fills the declaration cache
+    argv = [KEP[0], "-X", "importtime", *KEP[1:], "functions", "--json", "--project", str(proj)]
+    res = subprocess.run(argv, capture_output=True, text=True, env=ENV, timeout=60)
+    assert res.returncode == 0
+    imported = {line.rsplit("|", 1)[-1].strip().split(".")[0]
+                for line in res.stderr.splitlines() if line.startswith("import time:")}
+    assert "tuiapp" in imported
+    assert not imported & {"jsonschema", "textual", "openai", "anthropic", "mcp", "pydantic"}
+
+
 def test_functions_with_a_bad_config_is_a_clean_exit_2(proj: Path) -> None:
     (proj / "kep.toml").write_text("[tools]\ntimeout = -1\n")
     res = kep("functions", "--project", str(proj))

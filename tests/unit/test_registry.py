@@ -275,3 +275,33 @@ def test_entries_are_sorted_ok_then_broken() -> None:
         ],
     )
     assert [getattr(e, "name", None) or e.source for e in reg.entries()] == ["a", "b", "y", "z"]
+
+
+async def test_a_mangled_cache_is_only_a_miss(project: Path, tmp_path: Path) -> None:
+    counter = tmp_path / "count"
+    sh_tool(project / "prompts" / "functions" / "t", f"  echo x >> {counter}\n" + one_def("t"))
+    cfg = make_config(project)
+    await Registry(cfg).refresh()
+    (cache_file,) = (paths.cache_dir() / "declarations").glob("keprompt-*.json")
+    data = json.loads(cache_file.read_text())
+    for entry in data["files"].values():
+        entry["tools"] = [{"nonsense": True}]
+    cache_file.write_text(json.dumps(data))
+    reg = Registry(cfg)
+    await reg.refresh()
+    assert set(reg.tools) == {"t"} and counter.read_text().count("x") == 2
+    cache_file.write_text("{not json")
+    reg = Registry(cfg)
+    await reg.refresh()
+    assert set(reg.tools) == {"t"} and counter.read_text().count("x") == 3
+
+
+async def test_timeouts_are_not_cached(project: Path, tmp_path: Path) -> None:
+    counter = tmp_path / "count"
+    sh_tool(project / "prompts" / "functions" / "slow", f"  echo x >> {counter}; sleep 5")
+    cfg = make_config(project, list_timeout=0.3)
+    for runs in (1, 2):
+        reg = Registry(cfg)
+        await reg.refresh()
+        assert "timed out" in reg.broken[0].error
+        assert counter.read_text().count("x") == runs  # tried again: it may be fast next time

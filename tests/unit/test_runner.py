@@ -144,6 +144,26 @@ async def test_interrupting_the_turn_kills_the_group_too(project: Path, tmp_path
     assert isinstance(rec.events[-1][1], ToolFinished) and rec.events[-1][1].status == "cancelled"
 
 
+async def test_cancel_while_starting_never_waits_for_the_children(
+    project: Path, tmp_path: Path
+) -> None:
+    # Cancelled at every early await point: inside asyncio's process start, the child may
+    # already run and fork; kep must still kill the group instead of waiting for its pipes.
+    for spins in range(8):
+        pidfile = tmp_path / f"pid{spins}"
+        spec = tool(project, "hang", f"sleep 300 &\necho $! > {pidfile}\nwait")
+        task = asyncio.create_task(run(runner(project), spec))
+        for _ in range(spins):
+            await asyncio.sleep(0)
+        task.cancel()
+        async with asyncio.timeout(10):  # the bug this guards against waits 300 s
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        await asyncio.sleep(0.2)
+        if pidfile.exists() and pidfile.read_text().strip():
+            assert wait_gone(int(pidfile.read_text()))
+
+
 async def test_background_child_holding_the_pipes_does_not_hang_the_call(
     project: Path, tmp_path: Path
 ) -> None:

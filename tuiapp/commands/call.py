@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import difflib
 import json
 import os
@@ -58,11 +59,23 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _call(cfg: Any, name: str, arguments: dict[str, Any], *, as_json: bool) -> int:
-    from tuiapp.tools.registry import Registry
-    from tuiapp.tools.runner import Runner
+    from tuiapp.workspace import Workspace
 
-    registry = Registry(cfg)
+    ws = Workspace(cfg)
+    ws.start_mcp()
+    try:
+        return await _call_in(ws, name, arguments, as_json=as_json)
+    finally:
+        await ws.aclose()
+
+
+async def _call_in(ws: Any, name: str, arguments: dict[str, Any], *, as_json: bool) -> int:
+    cfg, registry = ws.config, ws.registry
     await registry.refresh()
+    if name not in registry.tools and ws.mcp is not None:
+        with contextlib.suppress(TimeoutError):  # it may be an MCP server's tool
+            await ws.mcp.wait_settled(max(s.startup_timeout for s in cfg.mcp_servers.values())
+                                      if cfg.mcp_servers else 30.0)
     spec = registry.tools.get(name)
     if spec is None:
         close = difflib.get_close_matches(name, list(registry.tools), n=3)
@@ -86,9 +99,8 @@ async def _call(cfg: Any, name: str, arguments: dict[str, Any], *, as_json: bool
         stream.write(event.text)
         stream.flush()
 
-    spool_dir = paths.data_dir() / "spool" / "kep-call"
-    _prune(spool_dir)
-    outcome = await Runner(cfg, spool_dir=spool_dir).run(spec, call, emit)
+    _prune(paths.data_dir() / "spool" / "kep-call")
+    outcome = await ws.runner("kep-call").run(spec, call, emit)
     fin = outcome.finished
     if as_json:
         json.dump(

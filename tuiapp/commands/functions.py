@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tuiapp import paths
 from tuiapp.commands._common import load_config
 from tuiapp.tools.model import BrokenTool, ToolSpec
+
+if TYPE_CHECKING:
+    from tuiapp.workspace import Workspace
 
 
 def main(args: argparse.Namespace) -> int:
@@ -25,10 +30,11 @@ def main(args: argparse.Namespace) -> int:
 
         return watch(args)
     cfg = load_config(args)
-    from tuiapp.tools.registry import Registry
+    from tuiapp.workspace import Workspace
 
-    registry = Registry(cfg)
-    asyncio.run(registry.refresh())
+    ws = Workspace(cfg)
+    asyncio.run(_refresh(ws))
+    registry = ws.registry
     if getattr(args, "light_schema", False):
         from tuiapp.tools.formats.extensions import light_schema
 
@@ -45,6 +51,20 @@ def main(args: argparse.Namespace) -> int:
         return 0
     print_table(entries, cfg.project_root)
     return 0
+
+
+async def _refresh(ws: Workspace) -> None:
+    """Scan the tool dirs; with MCP servers configured, also wait (bounded by each server's
+    startup_timeout) until they are ready or failed, so their tools and errors are listed."""
+    ws.start_mcp()
+    try:
+        await ws.registry.refresh()
+        if ws.mcp is not None:
+            limit = max((s.startup_timeout for s in ws.config.mcp_servers.values()), default=30.0)
+            with contextlib.suppress(TimeoutError):
+                await ws.mcp.wait_settled(limit)
+    finally:
+        await ws.aclose()
 
 
 def show_source(source: str, root: Path) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 from typing import TextIO
@@ -101,6 +102,17 @@ async def _show_system(ws: Workspace, plan: StartPlan | None) -> None:
     print(ws.system_prompt())
 
 
+# Headless runs give MCP servers this long to list their tools before the first request; a
+# slower server's tools are simply not offered to this one-shot run.
+MCP_WAIT = 5.0
+
+
+async def _settle_mcp(ws: Workspace) -> None:
+    if ws.mcp is not None:
+        with contextlib.suppress(TimeoutError):
+            await ws.mcp.wait_settled(MCP_WAIT)
+
+
 def tty_approver() -> Approver:
     """Ask on the terminal. Only used when stdin and stderr are a TTY."""
 
@@ -174,10 +186,11 @@ def main(args: argparse.Namespace) -> int:
         printer(event)
 
     approver = allow_all if args.yes else (tty_approver() if interactive else deny_all)
-    runner = ws.runner(session_id)
 
     async def go() -> str:
-        await ws.registry.refresh()
+        ws.start_mcp(emit=emit)
+        runner = ws.runner(session_id)
+        await asyncio.gather(ws.registry.refresh(), _settle_mcp(ws))
         conv = ws.conversation(provider, runner, approver, emit, history)
         try:
             stop = "end_turn"
@@ -189,6 +202,7 @@ def main(args: argparse.Namespace) -> int:
             return stop
         finally:
             await provider.aclose()
+            await ws.aclose()
 
     try:
         stop = asyncio.run(go())

@@ -144,10 +144,13 @@ def summarise_results(results: list[Message]) -> str:
         body = m.content
         lines = body.splitlines()
         size = len(body.encode())
-        if m.is_error:
+        if m.is_error and body.startswith(("the user denied", "denied by policy")):
+            head = f"**{m.name}** was not run."
+        elif m.is_error:
             head = f"**{m.name}** failed."
         else:
-            head = f"**{m.name}** finished ok (exit 0): {size:,} bytes, {len(lines):,} lines."
+            n = len(lines)
+            head = f"**{m.name}** finished ok (exit 0): {size:,} bytes, {n:,} line{'s' * (n != 1)}."
         shown = "\n".join(lines[:FIRST_LINES]).replace("```", "ʼʼʼ")
         more = f"\n… {len(lines) - FIRST_LINES} more lines" if len(lines) > FIRST_LINES else ""
         parts.append(f"{head}\n\n```\n{shown}\n```{more}" if shown else f"{head} (no output)")

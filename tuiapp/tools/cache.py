@@ -72,8 +72,8 @@ class DeclarationCache:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
                 raise
-        except OSError:
-            pass  # a read-only cache dir is not an error, just slower
+        except (OSError, TypeError, ValueError):
+            pass  # a read-only cache dir (or data JSON cannot hold) costs speed, nothing else
 
 
 def key_matches(entry: dict[str, Any], key: Key) -> bool:

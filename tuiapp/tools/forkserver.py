@@ -36,7 +36,7 @@ def python_command(shebang: str | None) -> tuple[str, ...] | None:
     """The argv prefix of a plain Python shebang (`/usr/bin/env python3`, `/x/bin/python3`)."""
     if not shebang:
         return None
-    parts = shebang.split()
+    parts = [p for p in re.split(r"[ \t]+", shebang) if p]
     if len(parts) == 2 and os.path.basename(parts[0]) == "env" and PYTHON_NAME.fullmatch(parts[1]):
         return (parts[0], parts[1])
     if (
@@ -56,7 +56,8 @@ def _shebang(path: Path) -> str | None:
         return None
     if not head.startswith(b"#!"):
         return None
-    return head[2:].split(b"\n", 1)[0].decode("utf-8", errors="replace").strip()
+    # As the kernel reads it: only spaces and tabs are trimmed (a CRLF line fails there too).
+    return head[2:].split(b"\n", 1)[0].decode("utf-8", errors="replace").strip(" \t")
 
 
 class PyForkServer:

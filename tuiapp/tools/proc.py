@@ -9,6 +9,7 @@ ever reads "a line": a 5 MB line or invalid UTF-8 is just more bytes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import signal
@@ -104,17 +105,33 @@ class Proc:
     ) -> Proc:
         """Start argv. Raises OSError (ENOENT, EACCES, ENOEXEC …) when it cannot be started."""
         loop = asyncio.get_running_loop()
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _Protocol(loop),
-            *argv,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            start_new_session=True,  # setsid: own group, no controlling terminal
-            close_fds=True,
+        starting = asyncio.ensure_future(
+            loop.subprocess_exec(
+                lambda: _Protocol(loop),
+                *argv,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                start_new_session=True,  # setsid: own group, no controlling terminal
+                close_fds=True,
+            )
         )
+        try:
+            transport, protocol = await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            # The child may already run (and fork). Cancelling asyncio's own start would kill
+            # only the leader and then wait for its pipes to close, i.e. for its children to
+            # end: let the start finish, kill the whole group, then go on cancelling.
+            try:
+                transport, _ = await starting
+            except Exception:
+                raise asyncio.CancelledError from None
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(transport.get_pid(), signal.SIGKILL)
+            transport.close()
+            raise
         if stdin is not None:
             w = transport.get_pipe_transport(0)
             if w is not None:

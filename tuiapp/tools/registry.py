@@ -163,7 +163,21 @@ class Registry:
 
     async def _rescan(self, changed: Iterable[Path] | None) -> None:
         ctx = self.context()
-        force = {os.path.realpath(p) for p in changed} if changed is not None else set()
+        # Changed paths as the watcher reports them (real dir + name) and fully resolved.
+        force = {q for p in changed or () for q in (
+            os.path.realpath(p), os.path.join(os.path.realpath(os.path.dirname(p)),
+                                              os.path.basename(p)))}
+        # Listing and stat-ing thousands of files takes a while: not on the event loop (the
+        # TUI's), which stays responsive; declaring is async already.
+        files, todo, roots_seen = await asyncio.to_thread(self._scan, ctx, force)
+        if todo:
+            await self._declare_all(todo, ctx)
+        self._files = files
+        await asyncio.to_thread(self._save_disk, roots_seen)
+
+    def _scan(self, ctx: FormatContext, force: set[str]
+              ) -> tuple[dict[tuple[str, str], _File], list[_File], list[tuple[ToolFormat, Path]]]:
+        """Every candidate with its stat key; the ones to declare again in `todo`."""
         builtin_dir = os.path.realpath(paths.builtin_functions_dir())
         project_dir = os.path.realpath(self.config.project_root / "prompts" / "functions")
         files: dict[tuple[str, str], _File] = {}
@@ -174,6 +188,7 @@ class Registry:
                 real_root = os.path.realpath(root)
                 builtin = real_root == builtin_dir and real_root != project_dir
                 roots_seen.append((fmt, root))
+                root_s = str(root)
                 disk: dict[str, dict[str, Any]] | None = None
                 for path in fmt.candidates(root):
                     key = file_key(path, fmt.cache_salt(path, ctx))
@@ -181,7 +196,10 @@ class Registry:
                         continue
                     state = _File(path, fmt, (int(builtin), fi, ri), root, key)
                     files[(fmt.name, str(path))] = state
-                    if force and os.path.realpath(path) in force:
+                    # realpath per file would cost more than the whole stat pass
+                    p = str(path)
+                    real = real_root + p[len(root_s):] if p.startswith(root_s) else p
+                    if force and real in force:
                         todo.append(state)
                         continue
                     old = self._files.get((fmt.name, str(path)))
@@ -191,14 +209,13 @@ class Registry:
                     if disk is None:
                         disk = self._load_disk(fmt, root)
                     entry = disk.get(str(path))
-                    if entry is not None and key_matches(entry, key):
+                    try:
+                        if entry is None or not key_matches(entry, key):
+                            raise LookupError
                         state.tools, state.error = _from_cache(entry, fmt, path)
-                    else:
+                    except (LookupError, TypeError, AttributeError):  # a miss, or a mangled entry
                         todo.append(state)
-        if todo:
-            await self._declare_all(todo, ctx)
-        self._files = files
-        self._save_disk(roots_seen)
+        return files, todo, roots_seen
 
     def _load_disk(self, fmt: ToolFormat, root: Path) -> dict[str, dict[str, Any]]:
         entries = self.cache.load(fmt.name, root)

@@ -27,6 +27,7 @@ from tuiapp import config as config_mod
 from tuiapp import paths
 from tuiapp.core.events import RegistryChanged
 from tuiapp.tools.registry import Registry
+from tuiapp.tools.schema import schema_error
 from tuiapp.tools.watcher import Batch, Watcher
 from tuiapp.workspace import Workspace
 
@@ -54,6 +55,7 @@ class Reloader:
     _watcher: Watcher = field(init=False)
     _retry: asyncio.Task[None] | None = field(default=None, init=False)
     _retry_paths: list[Path] = field(default_factory=list, init=False)
+    _config_failed: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self._watcher = Watcher(
@@ -75,7 +77,9 @@ class Reloader:
             await self._cancel_retry()
 
     async def handle(self, batch: Batch) -> None:
-        if batch.config:
+        # A rescan follows a (re)built watch: the config may have changed unseen before it
+        # (reloading an unchanged config is silent).
+        if batch.config or batch.rescan:
             await self._reload_config()
         if batch.tools or batch.rescan or batch.config:
             await self._refresh(sorted(batch.tools))
@@ -84,6 +88,9 @@ class Reloader:
         if batch.rescan and not self.ready.is_set():
             self.ready.set()
             await _call(self.on_ready)
+            # The first edit validates a schema: import jsonschema now, off the event loop,
+            # rather than stall the UI for it then.
+            await asyncio.to_thread(schema_error, {"type": "object", "properties": {}})
 
     async def _refresh(self, changed: Sequence[Path]) -> None:
         # A pending retry is folded into this refresh.
@@ -119,8 +126,12 @@ class Reloader:
         try:
             cfg = config_mod.load(self.workspace.root)
         except config_mod.ConfigError as e:
+            self._config_failed = True
             await _call(self.on_config, None, e)  # the last good config stays in force
             return
+        if cfg == self.workspace.config and not self._config_failed:
+            return  # already in force (saved unchanged, or applied by whoever wrote it)
+        self._config_failed = False
         self.workspace.reconfigure(cfg)
         await _call(self.on_config, cfg, None)
         # New roots are followed by the watcher (it plans again after this batch); settings
@@ -181,10 +192,3 @@ def _short(item: str, root: Path | None) -> str:
             return str(Path(item).relative_to(root))
     return item
 
-
-async def run_until(reloader: Reloader, stop: asyncio.Event) -> None:
-    """Run a reloader until `stop` is set, then shut the watcher down cleanly."""
-    task = asyncio.create_task(reloader.run())
-    await stop.wait()
-    reloader.stop()
-    await asyncio.wait_for(task, 5)

@@ -306,8 +306,8 @@ class Runner:
         sink = _Sink(
             cap,
             _Spool(spool_path),
-            _Batcher(lambda stream, text: emit(ToolOutput(call.id, stream, text))),
-        )  # type: ignore[arg-type]
+            _Batcher(lambda stream, text: emit(ToolOutput(call.id, stream, text))),  # type: ignore[arg-type]
+        )
         state = _Running()
         self._running[call.id] = state
         timeout = self.config.tools.timeout_for(spec.name)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import platform
 import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -213,10 +214,19 @@ class _Notifier:
             self._loop.call_soon_threadsafe(fn, *args)
 
 
+def _polling() -> bool:
+    """As watchfiles decides: WATCHFILES_FORCE_POLLING, else on by itself only on WSL (whose
+    Windows-side files send no inotify events)."""
+    forced = os.environ.get("WATCHFILES_FORCE_POLLING", "")
+    if forced:
+        return forced.lower() not in {"false", "disable", "disabled"}
+    uname = platform.uname()
+    return uname.system.lower() == "linux" and "microsoft-standard" in uname.release.lower()
+
+
 def _open_notify(paths: tuple[Path, ...], recursive: bool) -> RustNotify:
     strs = [str(p) for p in paths]
-    forced = os.environ.get("WATCHFILES_FORCE_POLLING", "").lower()
-    polling = bool(forced) and forced not in {"false", "disable", "disabled"}
+    polling = _polling()
     try:
         return RustNotify(strs, False, polling, POLL_DELAY_MS, recursive, True)
     except FileNotFoundError:

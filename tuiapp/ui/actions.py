@@ -13,11 +13,10 @@ from textual.app import App
 from textual.command import SimpleCommand
 
 from tuiapp import config, paths
-from tuiapp.core.events import RegistryChanged
 from tuiapp.providers import ModelError, resolve_model
 from tuiapp.ui import commands
 from tuiapp.ui.chat import ChatSession
-from tuiapp.ui.themes import register_themes, save_theme_choice
+from tuiapp.ui.themes import save_theme_choice
 from tuiapp.ui.widgets.approval import ApprovalPanel
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
@@ -41,6 +40,8 @@ class SessionActions(App[int]):
     store: Store | None
     chat: ChatSession
     broker: ApprovalBroker
+    approval: ApprovalPanel
+    panes: ToolPanes
     busy: bool
 
     if TYPE_CHECKING:
@@ -75,13 +76,14 @@ class SessionActions(App[int]):
 
     async def _switch_chat(self, session_id: str | None, history: Sequence[Message]) -> None:
         self.chat = self.new_chat(self.chat.model, session_id, history, self.chat.provider)
-        self.query_one(ApprovalPanel).drop_closed()
+        self.approval.drop_closed()
         await self.query_one(Transcript).clear()
         # Fresh panes: the old session's tool output does not belong to the new one.
-        old = self.query_one(ToolPanes)
-        panes = ToolPanes(self.ws.config.pane_lines, id="panes", classes=" ".join(old.classes))
+        old = self.panes
+        self.panes = ToolPanes(self.ws.config.pane_lines, id="panes",
+                               classes=" ".join(old.classes))
         await old.remove()
-        await self.query_one("#body").mount(panes)
+        await self.query_one("#body").mount(self.panes)
         footer = self.query_one(StatusFooter)
         footer.session_id, footer.tokens, footer.state = session_id, (0, 0), "idle"
         prompt = self.query_one(PromptInput)
@@ -200,28 +202,9 @@ class SessionActions(App[int]):
     @work(group="watch", exit_on_error=False)
     async def watch_files(self) -> None:
         """Hot reload: tools, kep.toml / config.toml and themes, while the app runs."""
-        from tuiapp.tools.reloader import Reloader
+        from tuiapp.ui import live_reload
 
-        async def on_config(cfg: object, error: Exception | None) -> None:
-            if error is not None:
-                self.notify(f"Config not reloaded: {error}", severity="error", timeout=10)
-            else:
-                self.notify("Config reloaded.")
-
-        def on_themes() -> None:
-            for error in register_themes(self):
-                self.notify(error, title="Theme", severity="warning", timeout=8)
-
-        reloader = Reloader(self.ws, on_tools=self._tools_changed,
-                            on_config=on_config, on_themes=on_themes)
-        try:
-            await reloader.run()
-        finally:
-            reloader.stop()
-
-    def _tools_changed(self, change: RegistryChanged) -> None:
-        self.show_tools()
-        self.notify(f"Tools changed: {change.summary()}", title="Functions")
+        await live_reload.run(self)  # type: ignore[arg-type]  # self is the KepApp
 
 
 def _has_key(file: Path, key: str) -> bool:

@@ -15,6 +15,7 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.lazy import Lazy
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -81,20 +82,22 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         self._bridge(event)
 
     def compose(self) -> ComposeResult:
+        # What starts hidden is mounted after the first frame (Lazy), or when first shown
+        # (the functions panel): its widgets and their CSS do not delay the first screen.
+        self.approval = ApprovalPanel(self.ws.root, id="approval")
+        self.panes = ToolPanes(self.ws.config.pane_lines, id="panes", classes="-hidden")
         with Horizontal(id="body"):
-            yield FunctionsPanel(self.ws.root, id="functions", classes="-hidden")
             with Vertical(id="chat"):
                 yield Transcript(id="transcript")
-                yield ApprovalPanel(self.ws.root, id="approval")
+                yield Lazy(self.approval)
                 yield PromptInput(self._prompt_history(), id="prompt")
-            yield ToolPanes(self.ws.config.pane_lines, id="panes", classes="-hidden")
+            yield Lazy(self.panes)
         yield StatusFooter(id="status")
 
     def _prompt_history(self) -> Iterable[str]:
         return [m.content for m in self.chat.history if m.role == "user"]
 
     async def on_mount(self) -> None:
-        self.query_one(ApprovalPanel).display = False
         footer = self.query_one(StatusFooter)
         footer.model, footer.label, footer.session_id = self.chat.model, self.label, \
             self.chat.session_id
@@ -128,7 +131,8 @@ class KepApp(SessionStarts, SessionActions, App[int]):
 
     def show_tools(self) -> None:
         entries = self.ws.registry.entries()
-        self.query_one(FunctionsPanel).update_entries(entries)
+        for functions in self.query(FunctionsPanel):
+            functions.update_entries(entries)
         for panel in self.query(FirstRunPanel):
             panel.show_tools(entries)
 
@@ -186,7 +190,7 @@ class KepApp(SessionStarts, SessionActions, App[int]):
     def action_interrupt(self) -> None:
         if self.chat.running:
             self.chat.cancel_tools()
-        elif self.busy and not self.query_one(ApprovalPanel).display:
+        elif self.busy and not self.approval.display:
             self.workers.cancel_group(self, "conversation")
         elif not self.busy:
             for panel in self.query(FirstRunPanel):
@@ -205,9 +209,9 @@ class KepApp(SessionStarts, SessionActions, App[int]):
     async def on_core_event(self, message: CoreEvent) -> None:
         event = message.event
         await self.query_one(Transcript).handle(event)
-        self.query_one(ToolPanes).handle(event)
+        self.panes.handle(event)
         if isinstance(event, ToolCallRequested) and not self._panes_hidden_by_user:
-            self.query_one(ToolPanes).remove_class("-hidden")
+            self.panes.remove_class("-hidden")
         if isinstance(event, ToolCallStarted):
             self.set_state("tools")
         elif isinstance(event, ToolFinished) and not self.chat.running:
@@ -216,7 +220,7 @@ class KepApp(SessionStarts, SessionActions, App[int]):
             self.query_one(StatusFooter).tokens = (event.input_tokens, event.output_tokens)
         elif isinstance(event, TurnEnded):
             self.set_state("error" if event.stop_reason == "error" else "idle")
-            self.query_one(ApprovalPanel).drop_closed()
+            self.approval.drop_closed()
             self.query_one(StatusFooter).session_id = self.chat.session_id
         elif isinstance(event, RegistryChanged):
             self.show_tools()
@@ -227,13 +231,13 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         req = message.request
         if block := self.query_one(Transcript).block(req.call.id):
             block.asking(req.verdict.rule)
-        self.query_one(ApprovalPanel).push(req)
+        self.approval.push(req)
         self.set_state("approval")
 
     def on_approval_panel_answered_all(self, message: ApprovalPanel.AnsweredAll) -> None:
         # Requests of the same reply that reached the panel meanwhile get the same answer.
         self.broker.answer_rest(message.approval)
-        self.query_one(ApprovalPanel).answer_matching(self.broker.in_batch, message.approval)
+        self.approval.answer_matching(self.broker.in_batch, message.approval)
 
     def on_approval_panel_done(self) -> None:
         self.query_one(PromptInput).focus()
@@ -249,12 +253,16 @@ class KepApp(SessionStarts, SessionActions, App[int]):
     # ---- panes and palette --------------------------------------------------------------
 
     def action_toggle_panes(self) -> None:
-        panes = self.query_one(ToolPanes)
-        panes.toggle_class("-hidden")
-        self._panes_hidden_by_user = panes.has_class("-hidden")
+        self.panes.toggle_class("-hidden")
+        self._panes_hidden_by_user = self.panes.has_class("-hidden")
 
-    def action_toggle_functions(self) -> None:
-        self.query_one(FunctionsPanel).toggle_class("-hidden")
+    async def action_toggle_functions(self) -> None:
+        for functions in self.query(FunctionsPanel):
+            functions.toggle_class("-hidden")
+            return
+        functions = FunctionsPanel(self.ws.root, id="functions")
+        await self.query_one("#body").mount(functions, before=0)
+        functions.update_entries(self.ws.registry.entries())
 
     def action_reload_tools(self) -> None:
         self.refresh_tools()

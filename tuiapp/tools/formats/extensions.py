@@ -27,10 +27,8 @@ class ExtensionFormat(ToolFormat):
     name = "extension"
 
     def roots(self, ctx: FormatContext) -> list[Path]:
-        out = []
-        auto = ctx.project_root / "extensions"
-        if auto.is_dir():
-            out.append(auto)
+        # The auto-detected root is listed even before it exists, so hot reload sees it appear.
+        out = [ctx.project_root / "extensions"]
         for src in ctx.config.tools.sources:
             if src.format == self.name:
                 p = Path(src.path).expanduser()

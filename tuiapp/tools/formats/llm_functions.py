@@ -47,7 +47,11 @@ class LlmFunctionsFormat(ToolFormat):
     name = "llm-functions"
 
     def roots(self, ctx: FormatContext) -> list[Path]:
-        out = expand_root(ctx.project_root)
+        # The project's own llm-functions places, existing or not (a tools/ made later is
+        # picked up by hot reload); never the project root itself, whose top-level scripts
+        # (setup.py, build.sh…) are not tools. Only a configured source may be a bare dir.
+        root = ctx.project_root
+        out = [root / "tools", root / "agents", root / "functions.json"]
         for src in ctx.config.tools.sources:
             if src.format == self.name:
                 p = Path(src.path).expanduser()
@@ -60,6 +64,8 @@ class LlmFunctionsFormat(ToolFormat):
     def candidates(self, root: Path) -> Iterable[Path]:
         if root.is_file():
             return [root] if root.name == "functions.json" else []
+        if not root.is_dir():
+            return []  # a project place that does not exist (yet)
         if root.name == "agents":
             out = []
             # An llm-functions agent has an index.yaml; other agents/ dirs are not ours.

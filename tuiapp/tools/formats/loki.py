@@ -45,10 +45,8 @@ class LokiFormat(ToolFormat):
     name = "loki"
 
     def roots(self, ctx: FormatContext) -> list[Path]:
-        out = []
-        auto = ctx.project_root / "functions" / "tools"
-        if auto.is_dir():
-            out.append(auto)
+        # The auto-detected root is listed even before it exists, so hot reload sees it appear.
+        out = [ctx.project_root / "functions" / "tools"]
         for src in ctx.config.tools.sources:
             if src.format == self.name:
                 p = Path(src.path).expanduser()

@@ -18,7 +18,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from tuiapp.ui.widgets.output_log import OutputLog
+from tuiapp.tools.runner import STDERR_MARK  # how a spool file marks stderr lines
+from tuiapp.ui.widgets.output_log import OutputLog, Stream
 
 TAIL_BYTES = 4 * 1024 * 1024
 
@@ -36,6 +37,22 @@ def read_tail(path: Path, limit: int = TAIL_BYTES) -> tuple[str, int]:
         else:
             data = f.read()
     return data.decode("utf-8", errors="replace"), size
+
+
+def split_streams(text: str) -> list[tuple[Stream, str]]:
+    """The spool marks stderr lines with "[stderr] ": give them back their own stream."""
+    if STDERR_MARK not in text:
+        return [("stdout", text)]
+    runs: list[tuple[Stream, list[str]]] = []
+    for line in text.splitlines(keepends=True):
+        stream: Stream = "stdout"
+        if line.startswith(STDERR_MARK):
+            stream, line = "stderr", line[len(STDERR_MARK):]
+        if runs and runs[-1][0] == stream:
+            runs[-1][1].append(line)
+        else:
+            runs.append((stream, [line]))
+    return [(stream, "".join(lines)) for stream, lines in runs]
 
 
 def _mb(n: int) -> str:
@@ -112,7 +129,8 @@ class OutputViewer(ModalScreen[None]):
     def _show(self, text: str, note: str) -> None:
         log = self.query_one(OutputLog)
         log.clear()
-        log.write(text)
+        for stream, chunk in split_streams(text):
+            log.write(chunk, stream)
         self.query_one(".viewer--note", Static).update(note)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:

@@ -95,12 +95,20 @@ class ApprovalPanel(Vertical, can_focus=True):
 
     def push(self, request: PendingApproval) -> None:
         self.queue.append(request)
+        if not self.is_mounted:
+            return  # mounted after the first frame (Lazy); on_mount shows the queue
         if len(self.queue) == 1:
             self._show()
         else:
             self._title()
         self.display = True
         self.focus()
+
+    def on_mount(self) -> None:
+        if self.current is not None:
+            self._show()
+            self.display = True
+            self.focus()
 
     def drop_closed(self) -> None:
         if self.current is None:

@@ -19,17 +19,16 @@ TOOLS_SHOWN = 12
 SETUP = """\
 **To use a real model**, give kep a key and pick a model:
 
-| | |
-|---|---|
-| OpenAI | `export OPENAI_API_KEY=…` then `kep --model openai/gpt-5-mini` |
-| Anthropic | `export ANTHROPIC_API_KEY=…` then `kep --model anthropic/claude-sonnet-4-5` |
-| OpenRouter | `export OPENROUTER_API_KEY=…` then `kep --model openrouter/VENDOR/MODEL` |
-| Local | `kep --model ollama/llama3.2` (also `lmstudio/…`, `vllm/…`, `llamacpp/…`) |
+- OpenAI: `export OPENAI_API_KEY=…` then `kep --model openai/gpt-5-mini`
+- Anthropic: `export ANTHROPIC_API_KEY=…` then `kep --model anthropic/claude-sonnet-4-5`
+- OpenRouter: `export OPENROUTER_API_KEY=…` then `kep --model openrouter/VENDOR/MODEL`
+- Local servers, no key: `kep --model ollama/llama3.2` (also `lmstudio/…`, `vllm/…`, \
+`llamacpp/…`)
 
-Keys can also live in the project's `.env`. Set a default with `model = "openai/gpt-5-mini"` \
-in `kep.toml`, or switch now with **ctrl+p → Switch model**. Other OpenAI- or \
-Anthropic-compatible servers: a `[providers.NAME]` table with `api`, `base_url` and \
-`api_key_env`.
+Keys can also live in the project's `.env`. Make a model the default with \
+`model = "openai/gpt-5-mini"` in `kep.toml`, or switch now: **ctrl+p → Switch model**. Any \
+other OpenAI- or Anthropic-compatible server: a `[providers.NAME]` table with `api`, \
+`base_url` and `api_key_env`.
 """
 
 
@@ -42,10 +41,7 @@ class FirstRunPanel(Vertical):
         yield Static(Content.assemble(("Welcome to kep", "bold $text-primary"),
                                       ("  ·  no API key found", "$text-muted")),
                      classes="first-run-title")
-        yield Static(Content.assemble(
-            "Active model: ", ("offline", "bold"),
-            " — kep's built-in model: no network, no key. Name a tool and it runs it, e.g. ",
-            ("readfile README.md", "bold $text-accent"), "."), classes="first-run-model")
+        yield Static(self._model_line("readfile README.md"), classes="first-run-model")
         yield Static(Content("Looking for tools…"), classes="first-run-tools")
         yield Markdown(SETUP, classes="first-run-setup")
         files = ", ".join(str(f) for f in self.config.files) or "none yet"
@@ -54,8 +50,17 @@ class FirstRunPanel(Vertical):
                          classes="first-run-config")
             yield Button("Got it  esc", compact=True, variant="primary", id="first-run-close")
 
+    @staticmethod
+    def _model_line(example: str) -> Content:
+        return Content.assemble(
+            "Active model: ", ("offline", "bold"),
+            " — kep's built-in model: no network, no key. Name a tool and it runs it: ",
+            (example, "bold $text-accent"), ".")
+
     def show_tools(self, entries: Sequence[ToolSpec | BrokenTool]) -> None:
         tools = sorted(e.name for e in entries if isinstance(e, ToolSpec))
+        example = "readfile README.md" if "readfile" in tools or not tools else f"{tools[0]} …"
+        self.query_one(".first-run-model", Static).update(self._model_line(example))
         broken = [e for e in entries if isinstance(e, BrokenTool)]
         if not tools and not broken:
             text = Content("No tools found. Add executables to prompts/functions/ (kep init "

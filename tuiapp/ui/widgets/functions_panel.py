@@ -71,6 +71,7 @@ class FunctionsPanel(Widget):
         self.servers: dict[str, tuple[str, str]] = {}
         self._key: tuple[object, ...] | None = None
         self._width = 1000  # wrap width for reasons; the real one arrives with on_resize
+        self._stale = True  # entries changed since the list was last built
 
     def compose(self) -> ComposeResult:
         yield Static("Functions · none yet", classes="functions-panel--summary", markup=False)
@@ -80,7 +81,8 @@ class FunctionsPanel(Widget):
         yield OptionList(compact=True)
 
     def on_mount(self) -> None:
-        self._render_entries()
+        if self.display:
+            self._render_entries()
         self._render_servers()
 
     # ---- updates -----------------------------------------------------------------------
@@ -92,8 +94,9 @@ class FunctionsPanel(Widget):
             return  # unchanged (a refresh that found nothing new)
         self._key = key
         self.entries = list(entries)
-        if self.is_mounted:
-            self._render_entries()
+        self._stale = True
+        if self.is_mounted and self.display:
+            self._render_entries()  # hidden: rendered when shown (startup stays fast)
 
     def update_servers(self, states: ServerStates) -> None:
         """Show MCP server states: name → (state, detail)."""
@@ -103,7 +106,12 @@ class FunctionsPanel(Widget):
 
     # ---- rendering ---------------------------------------------------------------------
 
+    def on_show(self) -> None:
+        if self._stale:
+            self._render_entries()
+
     def _render_entries(self) -> None:
+        self._stale = False
         ok = sorted((e for e in self.entries if isinstance(e, ToolSpec)), key=lambda t: t.name)
         broken = sorted((e for e in self.entries if isinstance(e, BrokenTool)),
                         key=lambda b: b.source)
@@ -125,6 +133,8 @@ class FunctionsPanel(Widget):
     def _indented(self, text: str) -> str:
         """Wrapped under the name with a two-space hanging indent (Content wraps flush left)."""
         width = max(20, self._width - 3)  # minus the scrollbar
+        if len(text) + 2 <= width:
+            return "  " + text
         return textwrap.fill(text, width, initial_indent="  ", subsequent_indent="  ",
                              break_on_hyphens=False)
 
@@ -145,7 +155,8 @@ class FunctionsPanel(Widget):
         width = self.size.width
         if width and width != self._width:
             self._width = width
-            self._render_entries()
+            if self.display:
+                self._render_entries()
 
     def _render_servers(self) -> None:
         widget = self.query_one(".functions-panel--servers", Static)

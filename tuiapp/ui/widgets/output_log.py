@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from itertools import repeat
 from typing import ClassVar, Literal
 
 from rich.cells import cell_len
 from rich.segment import Segment
+from rich.style import Style
+from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -25,6 +28,7 @@ Stream = Literal["stdout", "stderr"]
 LINE_CAP = 2000
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_NEEDS_CLEAN = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")  # control chars but \n (\t, \r too)
 
 
 def _clean(text: str) -> str:
@@ -56,9 +60,14 @@ class OutputLog(ScrollView, can_focus=True):
         self.max_lines = max_lines
         self._lines: deque[tuple[Stream, str]] = deque(maxlen=max_lines)
         self._open = False  # the last line did not end with a newline yet
+        self._carriage = False  # ... and ended with a carriage return
         self._width = 0
         self._appended = 0  # lines ever appended (for `dropped`)
         self._follow = True  # keep the newest line in view until the user scrolls up
+        # Rendered lines by absolute line number, and the two styles: computing a widget's
+        # style walks its ancestors, far too slow to do per line per frame.
+        self._strips: LRUCache[int, Strip] = LRUCache(1024)
+        self._styles: tuple[Style, Style] | None = None
 
     # ---- content ---------------------------------------------------------------------
 
@@ -79,14 +88,32 @@ class OutputLog(ScrollView, can_focus=True):
             pieces.pop()
         lines = self._lines
         if self._open and lines and lines[-1][0] == stream:
-            # Continue the open line with the first piece.
-            pieces[0] = lines.pop()[1] + pieces[0]
+            # Continue the open line with the first piece (after a carriage return, the new
+            # text replaces it, as on a terminal).
+            head = lines.pop()[1]
+            if not (self._carriage and pieces[0]):
+                pieces[0] = head + pieces[0]
             self._appended -= 1
+            self._strips.discard(self._appended)
         cap = self.max_lines
         if cap is not None and len(pieces) > cap:
             # Lines that would fall off at once are never cleaned or measured.
             self._appended += len(pieces) - cap
             pieces = pieces[-cap:]
+        longest = max(map(len, pieces), default=0)
+        if longest <= LINE_CAP and text.isascii() and not _NEEDS_CLEAN.search(text):
+            # The common case, at C speed: plain ASCII lines (len == cells).
+            lines.extend(zip(repeat(stream), pieces))
+            self._appended += len(pieces)
+            self._width = max(self._width, longest)
+        else:
+            self._write_slow(pieces, stream)
+        self._open = ends_open
+        self._carriage = ends_open and text.endswith("\r")
+        self._changed()
+
+    def _write_slow(self, pieces: list[str], stream: Stream) -> None:
+        lines = self._lines
         width = self._width
         for piece in pieces:
             if "\r" in piece:
@@ -101,9 +128,7 @@ class OutputLog(ScrollView, can_focus=True):
             lines.append((stream, piece))
             self._appended += 1
             width = max(width, cell_len(piece))
-        self._open = ends_open
         self._width = width
-        self._changed()
 
     @property
     def dropped(self) -> int:
@@ -112,6 +137,7 @@ class OutputLog(ScrollView, can_focus=True):
 
     def clear(self) -> None:
         self._lines.clear()
+        self._strips.clear()
         self._appended = 0
         self._open = False
         self._width = 0
@@ -140,16 +166,25 @@ class OutputLog(ScrollView, can_focus=True):
 
     # ---- rendering (visible lines only) ------------------------------------------------
 
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles = None
+        self._strips.clear()
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.scrollable_content_region.width
-        base = self.rich_style
+        if self._styles is None:
+            base = self.rich_style
+            self._styles = (base, base + self.get_component_rich_style("output-log--stderr"))
+        base, err = self._styles
         if index >= len(self._lines):
             return Strip.blank(width, base)
-        stream, text = self._lines[index]
-        style = base
-        if stream == "stderr":
-            style = base + self.get_component_rich_style("output-log--stderr")
-        strip = Strip([Segment(text, style)], cell_len(text))
+        number = self._appended - len(self._lines) + index
+        strip = self._strips.get(number)
+        if strip is None:
+            stream, text = self._lines[index]
+            strip = Strip([Segment(text, err if stream == "stderr" else base)], cell_len(text))
+            self._strips[number] = strip
         return strip.crop_extend(scroll_x, scroll_x + width, base)

@@ -91,9 +91,9 @@ class ToolPane(TabPane):
         yield Static(self._status_content(), classes="tool-pane--status")
         yield self.output
         with Horizontal(classes="tool-pane--buttons"):
-            yield Button(Content("Cancel (c)"), id="cancel", compact=True, variant="error",
-                         disabled=self.state.status != "running")
-            yield Button(Content("Full output (o)"), id="open-output", compact=True)
+            yield Button(Content("Cancel (c)"), classes="tool-pane--cancel", compact=True,
+                         variant="error", disabled=self.state.status != "running")
+            yield Button(Content("Full output (o)"), classes="tool-pane--open", compact=True)
 
     def _status_content(self) -> Content:
         s = self.state
@@ -111,7 +111,7 @@ class ToolPane(TabPane):
         if not self.is_mounted:
             return
         self.query_one(".tool-pane--status", Static).update(self._status_content())
-        self.query_one("#cancel", Button).disabled = self.state.status != "running"
+        self.query_one(".tool-pane--cancel", Button).disabled = self.state.status != "running"
         if self.id:
             try:
                 self.query_ancestor(TabbedContent).get_tab(self.id).label = self._tab_label()
@@ -198,6 +198,11 @@ class ToolPanes(Widget):
                 pane.refresh_status()
             return True
         if isinstance(event, ToolCallRequested):
+            old = self._panes.get(event.call.id)
+            if old is not None and old.state.status in FINISHED:
+                # Some models reuse call ids across turns: the newest call gets its own pane.
+                del self._panes[event.call.id]
+                self._panes[f"{event.call.id} (earlier {id(old)})"] = old
             self._open(event.call.id, event.call.name, _args_content(event))
             return True
         if isinstance(event, ToolCallStarted):
@@ -294,12 +299,12 @@ class ToolPanes(Widget):
         self.app.push_screen(OutputViewer(pane.state.name, pane.state.spool_path, kept,
                                           running=pane.state.status not in FINISHED))
 
-    @on(Button.Pressed, "#cancel")
+    @on(Button.Pressed, ".tool-pane--cancel")
     def _cancel_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.action_cancel()
 
-    @on(Button.Pressed, "#open-output")
+    @on(Button.Pressed, ".tool-pane--open")
     def _open_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.action_open_output()

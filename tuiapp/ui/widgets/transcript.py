@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Button, Markdown, Static
-from textual.widgets.markdown import MarkdownFence, MarkdownStream
+from textual.widgets import Button, Static
 
 from tuiapp.core.events import (
     Event,
@@ -26,59 +26,13 @@ from tuiapp.core.events import (
 )
 from tuiapp.core.messages import Message, ToolCall
 from tuiapp.core.store import ToolCallRecord
+from tuiapp.ui.widgets.reply import AssistantReply, ReplyMarkdown
 from tuiapp.ui.widgets.tool_block import ToolCallBlock, first_line
-
-
-class PlainFence(MarkdownFence):
-    """A code block without a language is shown as plain text. Textual would otherwise ask
-    Pygments to guess the language, which loads every lexer (~0.5 s) and runs again each
-    time a streamed code block grows."""
-
-    @classmethod
-    def highlight(cls, code: str, language: str, ansi: bool = False,
-                  dark: bool = False) -> Content:
-        return super().highlight(code, language or "text", ansi, dark)
-
-
-class ReplyMarkdown(Markdown):
-    BLOCKS = {**Markdown.BLOCKS, "fence": PlainFence, "code_block": PlainFence}  # noqa: RUF012
 
 
 class UserMessage(Static):
     def __init__(self, text: str) -> None:
         super().__init__(Content(text), classes="user-message")
-
-
-class AssistantReply(Vertical):
-    """A reply. While streaming, text goes through one MarkdownStream, which batches fragments
-    so the widget parses only what is new, at most once per frame."""
-
-    def __init__(self, text: str = "", *, interrupted: bool = False) -> None:
-        super().__init__(classes="assistant-reply")
-        self._initial = text
-        self._stream: MarkdownStream | None = None
-        self.interrupted = interrupted
-        self.text = text
-
-    def compose(self) -> ComposeResult:
-        yield ReplyMarkdown(self._initial or None)
-        if self.interrupted:
-            yield Static("⊘ interrupted", classes="interrupted-mark")
-
-    async def write(self, text: str) -> None:
-        if self._stream is None:
-            self._stream = Markdown.get_stream(self.query_one(ReplyMarkdown))
-        self.text += text
-        await self._stream.write(text)
-
-    async def finish(self, *, interrupted: bool) -> None:
-        if self._stream is not None:
-            await self._stream.stop()
-            self._stream = None
-        if interrupted and not self.interrupted:
-            self.interrupted = True
-            await self.mount(Static("⊘ interrupted — the partial reply is kept",
-                                    classes="interrupted-mark"))
 
 
 class ErrorBlock(Vertical):
@@ -88,9 +42,9 @@ class ErrorBlock(Vertical):
         self.partial = partial
 
     def compose(self) -> ComposeResult:
-        kept = " The partial reply above is kept." if self.partial else ""
-        yield Static(Content.assemble(("✗ The model request failed: ", "bold"), self.message,
-                                      kept), classes="error-text")
+        # (A partial reply above is already marked "interrupted — kept".)
+        yield Static(Content.assemble(("✗ The model request failed: ", "bold"), self.message),
+                     classes="error-text")
         with Horizontal(classes="error-actions"):
             yield Button("Retry  ctrl+r", action="app.retry", compact=True, classes="retry")
 
@@ -98,6 +52,9 @@ class ErrorBlock(Vertical):
 class NoticeLine(Static):
     def __init__(self, text: str, level: str = "info") -> None:
         super().__init__(Content(text), classes=f"notice -{level}")
+
+
+VIRTUALIZE_AFTER = 0.25  # seconds after a scroll, resize or new text
 
 
 class Transcript(VerticalScroll):
@@ -108,9 +65,47 @@ class Transcript(VerticalScroll):
         super().__init__(**kwargs)
         self._reply: AssistantReply | None = None
         self._blocks: dict[str, ToolCallBlock] = {}
+        self._virtualize_timer: Timer | None = None
 
     def on_mount(self) -> None:
         self.anchor()
+
+    # ---- keeping the layout small: freeze what is far out of view ----------------------
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        self.schedule_virtualize()
+
+    def on_resize(self) -> None:
+        self.schedule_virtualize()
+
+    def schedule_virtualize(self) -> None:
+        if self._virtualize_timer is None:
+            # After the pending layout: regions must be those of what is on screen now.
+            self._virtualize_timer = self.set_timer(
+                VIRTUALIZE_AFTER, lambda: self.call_after_refresh(self._virtualize))
+
+    async def _virtualize(self) -> None:
+        """Freeze reply chunks more than a screen away from the view; thaw the ones near it.
+        A frozen chunk keeps its height, so scrolling and the scrollbar are unchanged."""
+        self._virtualize_timer = None
+        view = self.region
+        if not view.height:
+            return
+        top, bottom = view.y - view.height, view.bottom + view.height
+        for chunk in self.query(ReplyMarkdown):
+            region = chunk.region
+            if not region.height and not chunk.frozen and chunk.text:
+                self.schedule_virtualize()  # not laid out yet: look again later
+                continue
+            near = region.bottom >= top and region.y <= bottom
+            if chunk.frozen and near:
+                await chunk.thaw()
+            elif not chunk.frozen and not near and chunk is not self._live_chunk():
+                await chunk.freeze()
+
+    def _live_chunk(self) -> ReplyMarkdown | None:
+        return self._reply.live if self._reply is not None else None
 
     async def add(self, widget: Widget) -> None:
         await self.mount(widget)
@@ -126,6 +121,7 @@ class Transcript(VerticalScroll):
             self._reply = AssistantReply()
             await self.mount(self._reply)
         await self._reply.write(text)
+        self.schedule_virtualize()
 
     @property
     def streaming(self) -> bool:
@@ -175,6 +171,7 @@ class Transcript(VerticalScroll):
         reply, self._reply = self._reply, None
         if reply is not None:
             await reply.finish(interrupted=interrupted)
+            self.schedule_virtualize()
 
     async def show_history(self, messages: Sequence[Message],
                            records: dict[int, list[ToolCallRecord | None]] | None = None) -> None:

@@ -1,0 +1,77 @@
+"""Shared helpers for the UI benchmarks (scripts, not collected by pytest)."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "OPENAI_BASE_URL",
+            "ANTHROPIC_BASE_URL", "LLM_MCP_SKIP_CONFIRM", "LLM_MCP_NEED_CONFIRM")
+
+
+def isolated_env(home: Path) -> dict[str, str]:
+    """os.environ without API keys, with kep's dirs under `home` (also applied to this process)."""
+    for var, sub in (("KEP_CONFIG_DIR", "config"), ("KEP_DATA_DIR", "data"),
+                     ("KEP_CACHE_DIR", "cache")):
+        os.environ[var] = str(home / sub)
+    for var in KEY_VARS:
+        os.environ.pop(var, None)
+    return dict(os.environ)
+
+
+def temp_home(prefix: str) -> Path:
+    return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def write_tools(functions: Path, count: int) -> None:
+    """`count` keprompt tools, one small shell script each (listing is cheap to run once)."""
+    functions.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        name = f"tool_{i:03d}"
+        spec = [{"name": name, "description": f"Benchmark tool number {i}.",
+                 "parameters": {"type": "object",
+                                "properties": {"text": {"type": "string"}}}}]
+        path = functions / name
+        path.write_text(f"#!/bin/sh\nif [ \"$1\" = --list-functions ]; then\n"
+                        f"  echo '{json.dumps(spec)}'\n  exit 0\nfi\ncat\n")
+        path.chmod(0o755)
+
+
+def rss_mb(pid: int | str = "self") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def p95(values: list[float]) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def send_key(app: Any, key: str, char: str | None) -> None:
+    """Deliver a key the way the terminal driver does (Pilot.press would wait for idle)."""
+    from textual import events
+
+    event = events.Key(key, char)
+    event.set_sender(app)
+    app._driver.send_message(event)
+
+
+def verdict(ok: bool) -> str:
+    return "OK" if ok else "MISSES TARGET"

@@ -1,0 +1,46 @@
+"""Long replies stay cheap: streamed into bounded Markdown chunks, cut only between blocks
+(never inside a code fence), and chunks far out of view are frozen until scrolled to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tui_helpers import SIZE, ScriptedProvider, app_for, make_project, send, until, wait_idle
+
+from tuiapp.core.events import TextDelta
+from tuiapp.providers.base import StreamEnd
+from tuiapp.ui.widgets.reply import CHUNK_CHARS, AssistantReply, ReplyMarkdown, split_markdown
+from tuiapp.ui.widgets.transcript import Transcript
+
+
+def test_chunks_are_cut_between_blocks_and_never_inside_a_fence() -> None:
+    code = "```\n" + "\n\n".join(f"line {i}" for i in range(400)) + "\n```\n\n"
+    text = "Intro paragraph.\n\n" + code + "\n\n".join(f"Para {i} " * 8 for i in range(300))
+    chunks = split_markdown(text)
+    assert "".join(chunks) == text
+    assert len(chunks) > 3
+    for chunk in chunks:
+        assert chunk.count("```") % 2 == 0  # a fence is never split
+    assert all(len(c) < CHUNK_CHARS * 2 for c in chunks[1:])
+
+
+async def test_a_long_streamed_reply_is_chunked_frozen_and_thawed(tmp_path: Path) -> None:
+    words = [f"Paragraph {i} has a few words in it. " * 3 + "\n\n" for i in range(400)]
+    provider = ScriptedProvider([[*(TextDelta(w) for w in words), StreamEnd("end_turn")]])
+    app = app_for(make_project(tmp_path / "proj"), provider=provider)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "tell me a lot")
+        await wait_idle(pilot)
+        (reply,) = app.query(AssistantReply)
+        assert reply.text == "".join(words)
+        chunks = list(reply.query(ReplyMarkdown))
+        assert len(chunks) >= len(reply.text) // (CHUNK_CHARS * 2)
+        assert "".join(c.text for c in chunks) == reply.text
+        transcript = app.query_one(Transcript)
+        await until(pilot, lambda: chunks[0].frozen, what="the first chunk to freeze")
+        assert not chunks[-1].frozen  # the end is in view
+        assert not chunks[0].children  # frozen: no block widgets left to lay out
+        transcript.scroll_home(animate=False)
+        await until(pilot, lambda: not chunks[0].frozen and chunks[0].children,
+                    what="the first chunk to thaw")
+        await until(pilot, lambda: chunks[-1].frozen, what="the last chunk to freeze")

@@ -1,0 +1,102 @@
+"""Hot reload in the TUI: a Reloader in a worker, its callbacks turned into what the user sees.
+
+- tools: the functions panel updates and a short notification names what changed (broken
+  files with their reason);
+- config: approval rules apply at once (the conversation reads them per call); runner limits,
+  max_steps and the current model's provider settings from the next call; a bad edit is
+  reported with file and key, and the previous config stays in force;
+- themes: theme files are read again and the current theme is re-applied.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
+
+from textual.app import App
+
+from tuiapp.config import Config, ConfigError
+from tuiapp.core.events import RegistryChanged
+from tuiapp.providers import ModelError, resolve_model
+from tuiapp.tools.reloader import Reloader, describe
+from tuiapp.ui.chat import LazyProvider
+from tuiapp.ui.themes import register_themes
+
+if TYPE_CHECKING:
+    from tuiapp.ui.app import KepApp
+
+_RUNNING: WeakKeyDictionary[App[object], Reloader] = WeakKeyDictionary()
+
+
+def running_reloader(app: App[object]) -> Reloader | None:
+    """The app's running Reloader (tests wait for its `ready`), or None."""
+    return _RUNNING.get(app)
+
+
+async def run(app: KepApp) -> None:
+    """Watch until cancelled (the app's exit cancels its workers); threads end with it."""
+    reloader = Reloader(
+        app.ws,
+        on_tools=lambda diff: tools_changed(app, diff),
+        on_config=lambda cfg, error: config_changed(app, cfg, error),
+        on_themes=lambda: themes_changed(app),
+    )
+    _RUNNING[app] = reloader
+    try:
+        await reloader.run()
+    except Exception as e:  # a bug: say that hot reload stopped rather than fail silently
+        app.notify(f"Hot reload stopped: {type(e).__name__}: {e}", severity="error", timeout=15)
+        raise
+    finally:
+        reloader.stop()
+        _RUNNING.pop(app, None)
+
+
+def tools_changed(app: KepApp, diff: RegistryChanged) -> None:
+    app.show_tools()
+    text = describe(diff, app.ws.registry, app.ws.root)
+    if diff.broken:
+        app.notify(f"tools: {text}", title="Functions", severity="warning", timeout=10)
+    else:
+        app.notify(f"tools: {text}", title="Functions", timeout=4)
+
+
+def config_changed(app: KepApp, cfg: Config | None, error: ConfigError | None) -> None:
+    if error is not None:
+        app.notify(f"{error}\nThe previous config stays in force.", title="Config not reloaded",
+                   severity="error", timeout=12)
+        return
+    assert cfg is not None
+    chat = app.chat
+    if chat.runner is not None:
+        chat.runner.reconfigure(cfg)  # timeouts, output cap
+    if chat.conversation is not None:
+        chat.conversation.max_steps = cfg.max_steps
+    problem = _refresh_provider(app, cfg)
+    if cfg.theme != app.theme and cfg.theme in app.available_themes:
+        app.theme = cfg.theme
+    if problem:
+        app.notify(f"Config reloaded, but {problem}", title="Config", severity="warning",
+                   timeout=10)
+    else:
+        app.notify("Config reloaded: it applies from the next call.", title="Config")
+
+
+def _refresh_provider(app: KepApp, cfg: Config) -> str | None:
+    """Rebuild the chat's provider when the settings of its model's provider changed."""
+    chat = app.chat
+    if not isinstance(chat.provider, LazyProvider):
+        return None  # a provider handed in by a test or a script: not ours to replace
+    try:
+        provider_config, _model = resolve_model(cfg, chat.model)
+    except ModelError as e:
+        return f"the current model no longer resolves: {e}"
+    if provider_config != chat.provider.config:
+        chat.switch_model(chat.model)
+    return None
+
+
+def themes_changed(app: KepApp) -> None:
+    for error in register_themes(app):
+        app.notify(error, title="Theme", severity="warning", timeout=8)
+    app.mutate_reactive(App.theme)  # re-apply the current theme: its file may have changed
