@@ -11,14 +11,27 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))  # so tests can `from fakes.llm_server import …`
 
-KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "OPENAI_BASE_URL",
-            "ANTHROPIC_BASE_URL", "LLM_MCP_SKIP_CONFIRM", "LLM_MCP_NEED_CONFIRM")
+KEY_VARS = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENROUTER_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "LLM_MCP_SKIP_CONFIRM",
+    "LLM_MCP_NEED_CONFIRM",
+)
 
 
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     home = tmp_path_factory.mktemp("kephome")
-    for name, sub in (("KEP_CONFIG_DIR", "config"), ("KEP_DATA_DIR", "data"), ("KEP_CACHE_DIR", "cache")):
+    for name, sub in (
+        ("KEP_CONFIG_DIR", "config"),
+        ("KEP_DATA_DIR", "data"),
+        ("KEP_CACHE_DIR", "cache"),
+    ):
         monkeypatch.setenv(name, str(home / sub))
     for var in KEY_VARS:
         monkeypatch.delenv(var, raising=False)

@@ -20,29 +20,46 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 # Flags accepted both before and after a subcommand. Below the top level their default is
 # SUPPRESS, so `kep --project X run` is not reset by run's own (absent) --project.
 
+
 def _common(p: argparse.ArgumentParser, top: bool = False) -> None:
-    p.add_argument("--project", metavar="DIR", default=None if top else argparse.SUPPRESS,
-                   help="project root (default: nearest dir with kep.toml or prompts/)")
+    p.add_argument(
+        "--project",
+        metavar="DIR",
+        default=None if top else argparse.SUPPRESS,
+        help="project root (default: nearest dir with kep.toml or prompts/)",
+    )
 
 
 def _session_flags(p: argparse.ArgumentParser, top: bool = False) -> None:
     d = {} if top else {"default": argparse.SUPPRESS}
     p.add_argument("--model", "-m", metavar="M", help="PROVIDER/MODEL, or offline", **d)
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--continue", "-c", dest="continue_", action="store_true",
-                   help="resume the latest session of this project", **d)
+    g.add_argument(
+        "--continue",
+        "-c",
+        dest="continue_",
+        action="store_true",
+        help="resume the latest session of this project",
+        **d,
+    )
     g.add_argument("--session", metavar="ID", help="resume session ID", **d)
     p.add_argument("--prompt", metavar="NAME", help="start from prompts/NAME.prompt", **d)
     p.add_argument("--agent", metavar="NAME", help="start with agents/NAME (llm-functions)", **d)
-    p.add_argument("--set", metavar="K=V", action="append", dest="set_vars",
-                   help="set a prompt or agent variable (repeatable)",
-                   **(d or {"default": []}))
+    p.add_argument(
+        "--set",
+        metavar="K=V",
+        action="append",
+        dest="set_vars",
+        help="set a prompt or agent variable (repeatable)",
+        **(d or {"default": []}),
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kep",
-        description="A terminal chat for LLMs with function calling. With no subcommand, opens the TUI.",
+        description="A terminal chat for LLMs with function calling. "
+        "With no subcommand, opens the TUI.",
     )
     parser.add_argument("--version", action="version", version=f"kep {__version__}")
     _common(parser, top=True)
@@ -53,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     _session_flags(p)
     p.add_argument("text", nargs="?", metavar="PROMPT", help="the prompt (default: stdin)")
-    p.add_argument("--yes", "-y", action="store_true", help="allow calls the policy would ask about")
+    p.add_argument(
+        "--yes", "-y", action="store_true", help="allow calls the policy would ask about"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON event per line")
     p.add_argument("--show-system", action="store_true", help="print the system prompt and exit")
 
@@ -61,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--json", action="store_true", help="a JSON array")
     p.add_argument("--watch", action="store_true", help="print each registry change as it happens")
-    p.add_argument("--light-schema", action="store_true", help="print extension packs' Light Schema")
+    p.add_argument(
+        "--light-schema", action="store_true", help="print extension packs' Light Schema"
+    )
 
     p = sub.add_parser("call", help="run one tool directly")
     _common(p)

@@ -150,6 +150,7 @@ class Config:
 
 # ---- reading -----------------------------------------------------------------------------
 
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as f:
@@ -222,8 +223,14 @@ class _Reader:
 
 
 def _kind_name(kinds: tuple[type, ...]) -> str:
-    names = {str: "a string", int: "an integer", float: "a number", bool: "true/false",
-             dict: "a table", list: "an array"}
+    names = {
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "true/false",
+        dict: "a table",
+        list: "an array",
+    }
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
@@ -237,8 +244,11 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         base = providers.get(name)
         api = pr.choice("api", ("responses", "chat", "anthropic"), base.api if base else None)
         if api is None:
-            raise ConfigError(file, f"providers.{name}.api",
-                              'required for a new provider: "responses", "chat" or "anthropic"')
+            raise ConfigError(
+                file,
+                f"providers.{name}.api",
+                'required for a new provider: "responses", "chat" or "anthropic"',
+            )
         providers[name] = ProviderConfig(
             name=name,
             api=api,
@@ -272,7 +282,9 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
     sources = []
     for i, raw in enumerate(tr.get("sources", list, []), 1):
         sr = _Reader(file, raw if isinstance(raw, dict) else {}, f"tools.sources[{i}].")
-        fmt = sr.choice("format", ("keprompt", "llm-functions", "loki", "extension", "aitool"), None)
+        fmt = sr.choice(
+            "format", ("keprompt", "llm-functions", "loki", "extension", "aitool"), None
+        )
         path = sr.get("path", str)
         if fmt is None or path is None:
             raise ConfigError(file, f"tools.sources[{i}]", "needs format and path")
@@ -303,8 +315,12 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         sr = _Reader(file, table, f"mcp.servers.{name}.")
         args = sr.get("args", list, [])
         servers[name] = McpServerConfig(
-            name=name, command=sr.get("command", str), args=tuple(str(a) for a in args),
-            env=sr.str_map("env"), url=sr.get("url", str), enabled=sr.get("enabled", bool, True),
+            name=name,
+            command=sr.get("command", str),
+            args=tuple(str(a) for a in args),
+            env=sr.str_map("env"),
+            url=sr.get("url", str),
+            enabled=sr.get("enabled", bool, True),
             startup_timeout=_positive(sr, "startup_timeout", 30.0),
         )
         if not servers[name].command and not servers[name].url:
@@ -352,7 +368,11 @@ def load(project_root: Path | None = None, user_file: Path | None = None) -> Con
             user_rules = data.get("approval", {}).get("rules", [])
         merged = _deep_merge(merged, data)
     # Rules are ordered and first match wins: project rules first, then the user's.
-    project_rules = _read_toml(project_file).get("approval", {}).get("rules", []) if project_file in files else []
+    project_rules = (
+        _read_toml(project_file).get("approval", {}).get("rules", [])
+        if project_file in files
+        else []
+    )
     if user_rules or project_rules:
         merged.setdefault("approval", {})
         merged["approval"] = dict(merged["approval"], rules=[*project_rules, *user_rules])
@@ -361,6 +381,7 @@ def load(project_root: Path | None = None, user_file: Path | None = None) -> Con
 
 
 # ---- writing -----------------------------------------------------------------------------
+
 
 def write_toml_atomic(path: Path, data: Mapping[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,8 @@ from tuiapp.core.events import TextDelta
 from tuiapp.core.messages import ToolCall
 from tuiapp.providers.base import StreamEnd
 from tuiapp.ui.widgets.prompt_input import PromptInput
-from tuiapp.ui.widgets.transcript import AssistantReply, Transcript
+from tuiapp.ui.widgets.reply import AssistantReply
+from tuiapp.ui.widgets.transcript import Transcript
 
 
 @pytest.fixture

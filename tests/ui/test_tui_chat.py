@@ -24,8 +24,9 @@ from tuiapp.core.store import Store
 from tuiapp.providers.base import ProviderFailure, StreamEnd
 from tuiapp.ui.widgets.first_run import FirstRunPanel
 from tuiapp.ui.widgets.prompt_input import PromptInput
+from tuiapp.ui.widgets.reply import AssistantReply
 from tuiapp.ui.widgets.status_footer import StatusFooter
-from tuiapp.ui.widgets.transcript import AssistantReply, ErrorBlock, Transcript, UserMessage
+from tuiapp.ui.widgets.transcript import ErrorBlock, Transcript, UserMessage
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from pathlib import Path
 
@@ -92,3 +93,21 @@ async def test_chosen_theme_is_saved_where_it_takes_effect(proj: Path) -> None:
         app.set_theme("high-contrast")
         await pilot.pause()
         assert tomllib.loads((proj / "kep.toml").read_text())["theme"] == "high-contrast"
+
+
+async def test_mcp_servers_start_with_the_app_and_show_in_the_functions_panel(
+        tmp_path: Path) -> None:
+    fake = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
+    proj = make_project(tmp_path / "proj")
+    (proj / "kep.toml").write_text(
+        "[tools]\nbuiltins = false\n\n[mcp.servers.fake]\n"
+        f'command = "{sys.executable}"\nargs = ["{fake}"]\n')
+    app = app_for(proj)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: any(n.startswith("fake") and "echo" in n
+                                       for n in app.ws.registry.tools), timeout=30,
+                    what="the MCP server's tools")
+        await until(pilot, lambda: app.functions.servers.get("fake", ("",))[0] == "ready",
+                    what="the server state in the functions panel")
+        assert any("echo" in getattr(e, "name", "") for e in app.functions.entries)
+    assert app.ws.mcp is not None

@@ -24,6 +24,7 @@ from tuiapp.ui.app import KepApp, make_app
 from tuiapp.ui.widgets.approval import ApprovalPanel
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
+from tuiapp.ui.widgets.transcript import Transcript
 from tuiapp.workspace import Workspace
 
 SIZE = (120, 40)
@@ -96,20 +97,24 @@ async def send(pilot: Pilot[Any], text: str) -> None:
 
 
 def approval(app: KepApp) -> ApprovalPanel:
-    return app.query_one(ApprovalPanel)
+    return app.approval  # mounted after the first frame (Lazy)
 
 
 async def wait_approval(pilot: Pilot[Any]) -> ApprovalPanel:
     panel = approval(pilot.app)  # type: ignore[arg-type]
-    await until(pilot, lambda: panel.display and panel.current is not None, what="approval")
+    await until(pilot, lambda: panel.is_mounted and panel.display and panel.current is not None,
+                what="approval")
     return panel
 
 
 async def wait_idle(pilot: Pilot[Any]) -> None:
+    """Until the turn has ended and every reply is drawn (a reply finishes drawing in its
+    own time, after the turn)."""
     app = pilot.app
     assert isinstance(app, KepApp)
     await until(pilot, lambda: not app.busy and app.query_one(StatusFooter).state
-                in ("idle", "error"), what="the turn to end")
+                in ("idle", "error") and app.query_one(Transcript).drawn,
+                what="the turn to end")
 
 
 def tool_messages(app: KepApp) -> list[Message]:

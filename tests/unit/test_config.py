@@ -17,7 +17,9 @@ def write(p: Path, text: str) -> Path:
 
 
 def test_project_overrides_user_and_rules_are_ordered(tmp_path: Path) -> None:
-    user = write(tmp_path / "user.toml", """
+    user = write(
+        tmp_path / "user.toml",
+        """
 model = "openai/gpt-5-mini"
 theme = "light"
 [[approval.rules]]
@@ -25,9 +27,12 @@ tool = "execcmd"
 action = "deny"
 [tools]
 timeout = 12
-""")
+""",
+    )
     root = tmp_path / "p"
-    write(root / "kep.toml", """
+    write(
+        root / "kep.toml",
+        """
 model = "offline"
 [[approval.rules]]
 tool = "execcmd"
@@ -35,7 +40,8 @@ args = "ls"
 action = "allow"
 [tools.timeouts]
 slow = 90
-""")
+""",
+    )
     cfg = config.load(root, user_file=user)
     assert cfg.model == "offline" and cfg.theme == "light"
     assert [r.action for r in cfg.approval.rules] == ["allow", "deny"]  # project first
@@ -47,13 +53,23 @@ slow = 90
     ("text", "key", "fragment"),
     [
         ("[tools]\ntimeout = 'soon'\n", "tools.timeout", "expected a number"),
-        ("[[approval.rules]]\ntool = '('\naction = 'allow'\n", "approval.rules[1].tool", "invalid regex"),
-        ("[[approval.rules]]\ntool = 'x'\naction = 'maybe'\n", "approval.rules[1].action", "one of"),
+        (
+            "[[approval.rules]]\ntool = '('\naction = 'allow'\n",
+            "approval.rules[1].tool",
+            "invalid regex",
+        ),
+        (
+            "[[approval.rules]]\ntool = 'x'\naction = 'maybe'\n",
+            "approval.rules[1].action",
+            "one of",
+        ),
         ("[providers.mine]\nbase_url = 'http://x'\n", "providers.mine.api", "required"),
         ("model = \n", "", "not valid TOML"),
     ],
 )
-def test_invalid_config_names_file_and_key(tmp_path: Path, text: str, key: str, fragment: str) -> None:
+def test_invalid_config_names_file_and_key(
+    tmp_path: Path, text: str, key: str, fragment: str
+) -> None:
     root = tmp_path / "p"
     f = write(root / "kep.toml", text)
     with pytest.raises(config.ConfigError) as err:
@@ -62,7 +78,9 @@ def test_invalid_config_names_file_and_key(tmp_path: Path, text: str, key: str, 
 
 
 def test_add_rule_is_atomic_and_first(tmp_path: Path) -> None:
-    f = write(tmp_path / "kep.toml", 'model = "offline"\n[[approval.rules]]\ntool = "a"\naction = "ask"\n')
+    f = write(
+        tmp_path / "kep.toml", 'model = "offline"\n[[approval.rules]]\ntool = "a"\naction = "ask"\n'
+    )
     config.add_rule(f, "^shout$", "allow")
     cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
     assert [(r.tool, r.action) for r in cfg.approval.rules] == [("^shout$", "allow"), ("a", "ask")]
@@ -71,7 +89,9 @@ def test_add_rule_is_atomic_and_first(tmp_path: Path) -> None:
 
 
 def test_masked_hides_secrets_but_not_env_names() -> None:
-    data = {"providers": {"x": {"api_key_env": "X_KEY", "headers": {"Authorization": "Bearer s3cret"}}}}
+    data = {
+        "providers": {"x": {"api_key_env": "X_KEY", "headers": {"Authorization": "Bearer s3cret"}}}
+    }
     shown = config.masked(data)
     assert shown["providers"]["x"]["api_key_env"] == "X_KEY"
     assert shown["providers"]["x"]["headers"]["Authorization"] == "****"
@@ -88,16 +108,21 @@ def test_project_root_is_nearest_ancestor(tmp_path: Path) -> None:
 
 def test_cli_config_show_masks_and_bad_file_exits_2(tmp_path: Path) -> None:
     root = tmp_path / "p"
-    write(root / "kep.toml", '[providers.corp]\napi = "chat"\nbase_url = "http://127.0.0.1:9"\n'
-                             '[providers.corp.headers]\nX-Api-Key = "topsecret"\n')
+    write(
+        root / "kep.toml",
+        '[providers.corp]\napi = "chat"\nbase_url = "http://127.0.0.1:9"\n'
+        '[providers.corp.headers]\nX-Api-Key = "topsecret"\n',
+    )
     env = kep_env(CORP_KEY="zzz")
-    out = subprocess.run([*KEP, "config", "show", "--project", str(root)], capture_output=True,
-                         text=True, env=env)
+    out = subprocess.run(
+        [*KEP, "config", "show", "--project", str(root)], capture_output=True, text=True, env=env
+    )
     assert out.returncode == 0, out.stderr
     assert "topsecret" not in out.stdout and "****" in out.stdout
     write(root / "kep.toml", "[tools]\ntimeout = -1\n")
-    out = subprocess.run([*KEP, "config", "show", "--project", str(root)], capture_output=True,
-                         text=True, env=env)
+    out = subprocess.run(
+        [*KEP, "config", "show", "--project", str(root)], capture_output=True, text=True, env=env
+    )
     assert out.returncode == 2
     assert "kep.toml: tools.timeout: must be positive" in out.stderr
     assert "Traceback" not in out.stderr

@@ -25,8 +25,13 @@ from tuiapp.core.messages import Message, ToolCall
 from tuiapp.providers.base import Provider, ProviderFailure, StreamEnd, StreamItem
 from tuiapp.tools.model import ToolSpec
 
-ECHO = ToolSpec("echo", "echo text", {"type": "object", "properties": {"text": {"type": "string"}},
-                                      "required": ["text"]}, "keprompt", "/x/echo")
+ECHO = ToolSpec(
+    "echo",
+    "echo text",
+    {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    "keprompt",
+    "/x/echo",
+)
 
 
 class Scripted(Provider):
@@ -37,8 +42,9 @@ class Scripted(Provider):
         self.scripts = list(scripts)
         self.requests: list[list[Message]] = []
 
-    async def stream(self, messages: Sequence[Message], tools: Sequence[ToolSpec],
-                     system: str | None) -> AsyncIterator[StreamItem]:
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system: str | None
+    ) -> AsyncIterator[StreamItem]:
         self.requests.append(list(messages))
         script = self.scripts.pop(0)
         for item in script if isinstance(script, list) else []:
@@ -69,11 +75,22 @@ class Recorder:
         return [e for e in self.events if isinstance(e, kind)]
 
 
-def conv(provider: Provider, rec: Recorder, approver: Any = allow_all,
-         approval: ApprovalConfig | None = None, **kw: Any) -> Conversation:
-    return Conversation(provider=provider, tools=lambda: {"echo": ECHO},
-                        approval=lambda: approval or ApprovalConfig(), approver=approver,
-                        executor=rec.execute, emit=rec, **kw)
+def conv(
+    provider: Provider,
+    rec: Recorder,
+    approver: Any = allow_all,
+    approval: ApprovalConfig | None = None,
+    **kw: Any,
+) -> Conversation:
+    return Conversation(
+        provider=provider,
+        tools=lambda: {"echo": ECHO},
+        approval=lambda: approval or ApprovalConfig(),
+        approver=approver,
+        executor=rec.execute,
+        emit=rec,
+        **kw,
+    )
 
 
 def call(text: str = "hi", id: str = "c1") -> ToolCall:
@@ -81,7 +98,9 @@ def call(text: str = "hi", id: str = "c1") -> ToolCall:
 
 
 async def test_tool_round_trip_and_result_goes_back() -> None:
-    p = Scripted([call(), StreamEnd("tool_use")], [TextDelta("done"), Usage(3, 1), StreamEnd("end_turn")])
+    p = Scripted(
+        [call(), StreamEnd("tool_use")], [TextDelta("done"), Usage(3, 1), StreamEnd("end_turn")]
+    )
     rec = Recorder()
     c = conv(p, rec)
     assert await c.turn("please echo") == "end_turn"
@@ -94,8 +113,10 @@ async def test_tool_round_trip_and_result_goes_back() -> None:
 
 async def test_deny_rule_and_no_tty_denial_reach_model_as_results() -> None:
     approval = ApprovalConfig(rules=(Rule("echo", "deny", args="secret", origin="t"),))
-    p = Scripted([call("secret", "a"), call("fine", "b"), StreamEnd("tool_use")],
-                 [TextDelta("ok"), StreamEnd("end_turn")])
+    p = Scripted(
+        [call("secret", "a"), call("fine", "b"), StreamEnd("tool_use")],
+        [TextDelta("ok"), StreamEnd("end_turn")],
+    )
     rec = Recorder()
     c = conv(p, rec, approver=deny_all, approval=approval)
     await c.turn("x")

@@ -7,14 +7,28 @@ from tuiapp.providers.base import StreamEnd
 from tuiapp.providers.offline import OfflineProvider, parse_call
 from tuiapp.tools.model import ToolSpec
 
-READ = ToolSpec("readfile", "Read a file.\nMore.", {
-    "type": "object",
-    "properties": {"filename": {"type": "string"}, "offset": {"type": "integer"},
-                   "length": {"type": "integer"}},
-    "required": ["filename"]}, "keprompt", "x")
-SHOUT = ToolSpec("shout", "Upper-case text", {
-    "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-    "keprompt", "y")
+READ = ToolSpec(
+    "readfile",
+    "Read a file.\nMore.",
+    {
+        "type": "object",
+        "properties": {
+            "filename": {"type": "string"},
+            "offset": {"type": "integer"},
+            "length": {"type": "integer"},
+        },
+        "required": ["filename"],
+    },
+    "keprompt",
+    "x",
+)
+SHOUT = ToolSpec(
+    "shout",
+    "Upper-case text",
+    {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    "keprompt",
+    "y",
+)
 TOOLS = {"readfile": READ, "shout": SHOUT}
 
 
@@ -53,5 +67,7 @@ async def test_offline_calls_then_summarises() -> None:
 
 
 async def test_offline_help_lists_tools_and_providers() -> None:
-    text = "".join(i.text for i in await collect([Message("user", "hi")]) if isinstance(i, TextDelta))
+    text = "".join(
+        i.text for i in await collect([Message("user", "hi")]) if isinstance(i, TextDelta)
+    )
     assert "`readfile`" in text and "`shout`" in text and "OPENAI_API_KEY" in text

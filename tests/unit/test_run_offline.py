@@ -8,13 +8,15 @@ from pathlib import Path
 
 from conftest import KEP, kep_env, write_tool
 
-SHOUT = """#!/bin/sh
+SCHEMA = ('[{"name":"shout","description":"Upper-case a file","parameters":{"type":"object",'
+          '"properties":{"filename":{"type":"string"}},"required":["filename"]}}]')
+SHOUT = f"""#!/bin/sh
 case "$1" in
-  --list-functions) echo '[{"name":"shout","description":"Upper-case a file","parameters":{"type":"object","properties":{"filename":{"type":"string"}},"required":["filename"]}}]';;
-  shout) touch ran.marker; python3 -c 'import json,sys; print(open(json.load(sys.stdin)["filename"]).read().upper())';;
+  --list-functions) echo '{SCHEMA}';;
+  shout) touch ran.marker; python3 -c 'import json,sys; f=json.load(sys.stdin)["filename"]
+print(open(f).read().upper())';;
 esac
 """
-
 
 def run(project: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*KEP, "run", "--project", str(project), *args], capture_output=True,

@@ -13,15 +13,17 @@ from tuiapp.commands._common import load_config
 def main(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     if args.config_command == "path":
-        user = paths.user_config_file()
-        print(f"user:    {user}{'' if user.exists() else '  (not created yet)'}")
-        print(f"project: {cfg.project_file}{'' if cfg.project_file.exists() else '  (not created yet)'}")
+        for label, f in (("user:   ", paths.user_config_file()), ("project:", cfg.project_file)):
+            print(f"{label} {f}{'' if f.exists() else '  (not created yet)'}")
         return 0
     shown = config.masked(dict(cfg.raw))
     print(f"# active model: {cfg.default_model()}")
     print(f"# merged from: {', '.join(str(f) for f in cfg.files) or 'defaults only'}")
     print(f"# project root: {cfg.project_root}")
     keys = {p.api_key_env: bool(p.api_key()) for p in cfg.providers.values() if p.api_key_env}
-    print("# API keys: " + ", ".join(f"{k} {'set' if v else 'not set'}" for k, v in sorted(keys.items())))
+    print(
+        "# API keys: "
+        + ", ".join(f"{k} {'set' if v else 'not set'}" for k, v in sorted(keys.items()))
+    )
     print(tomli_w.dumps(shown), end="")
     return 0

@@ -159,7 +159,9 @@ class Conversation:
         pending: list[Awaitable[ToolFinished]] = []
         for call in calls:
             spec = tools.get(call.name)
-            self.emit(ToolCallRequested(call, spec.source if spec else "", spec.format if spec else ""))
+            self.emit(
+                ToolCallRequested(call, spec.source if spec else "", spec.format if spec else "")
+            )
             refusal = self._refusal(call, spec, tools, seen)
             if refusal is not None:
                 pending.append(_done(self._finish_error(call, refusal)))
@@ -168,30 +170,54 @@ class Conversation:
             verdict = policy.decide(call, self.approval(), self.env)
             if verdict.action == "ask":
                 answer = await self.approver(call, spec, verdict)
-                self.emit(ToolCallDecided(call.id, "ask", verdict.rule, answer.approved,
-                                          answer.reason, answer.arguments))
+                self.emit(
+                    ToolCallDecided(
+                        call.id,
+                        "ask",
+                        verdict.rule,
+                        answer.approved,
+                        answer.reason,
+                        answer.arguments,
+                    )
+                )
                 if not answer.approved:
-                    why = f"the user denied this call: {answer.reason}" if answer.reason else (
-                        "the user denied this call")
+                    why = (
+                        f"the user denied this call: {answer.reason}"
+                        if answer.reason
+                        else ("the user denied this call")
+                    )
                     pending.append(_done(self._finish(call, "denied", why)))
                     continue
                 if answer.arguments is not None:
-                    call = ToolCall(call.id, call.name, answer.arguments,
-                                    call.raw_arguments)
+                    call = ToolCall(call.id, call.name, answer.arguments, call.raw_arguments)
             else:
                 self.emit(ToolCallDecided(call.id, verdict.action, verdict.rule))
                 if verdict.action == "deny":
-                    pending.append(_done(self._finish(call, "denied", f"denied by policy ({verdict.rule})")))
+                    pending.append(
+                        _done(self._finish(call, "denied", f"denied by policy ({verdict.rule})"))
+                    )
                     continue
             # Approved calls start at once and run side by side; results keep call order.
             pending.append(asyncio.ensure_future(self.executor(spec, call, self.emit)))
         results = await asyncio.gather(*pending)
         for call, fin in zip(calls, results, strict=True):
-            self._add(Message("tool", fin.result, tool_call_id=call.id, name=call.name,
-                              is_error=fin.status != "ok"))
+            self._add(
+                Message(
+                    "tool",
+                    fin.result,
+                    tool_call_id=call.id,
+                    name=call.name,
+                    is_error=fin.status != "ok",
+                )
+            )
 
-    def _refusal(self, call: ToolCall, spec: ToolSpec | None, tools: Mapping[str, ToolSpec],
-                 seen: Counter[str]) -> str | None:
+    def _refusal(
+        self,
+        call: ToolCall,
+        spec: ToolSpec | None,
+        tools: Mapping[str, ToolSpec],
+        seen: Counter[str],
+    ) -> str | None:
         if spec is None:
             names = ", ".join(sorted(tools)) or "none"
             return f"unknown tool {call.name!r}; available tools: {names}"
@@ -203,9 +229,11 @@ class Conversation:
         key = f"{call.name}\0{call.canonical_arguments()}"
         seen[key] += 1
         if seen[key] > REPEAT_LIMIT:
-            return (f"this exact call ({call.name} with the same arguments) was already made "
-                    f"{REPEAT_LIMIT} times in this turn; it was not run again. Use the earlier "
-                    "result, change the arguments, or answer the user.")
+            return (
+                f"this exact call ({call.name} with the same arguments) was already made "
+                f"{REPEAT_LIMIT} times in this turn; it was not run again. Use the earlier "
+                "result, change the arguments, or answer the user."
+            )
         return None
 
     def _finish(self, call: ToolCall, status: str, result: str) -> ToolFinished:

@@ -32,7 +32,9 @@ class ToolCall:
         except json.JSONDecodeError as e:
             return cls(id, name, {}, raw, f"arguments are not valid JSON: {e.msg} at char {e.pos}")
         if not isinstance(value, dict):
-            return cls(id, name, {}, raw, f"arguments must be a JSON object, got {type(value).__name__}")
+            return cls(
+                id, name, {}, raw, f"arguments must be a JSON object, got {type(value).__name__}"
+            )
         return cls(id, name, value, raw)
 
     def canonical_arguments(self) -> str:
@@ -62,7 +64,12 @@ class Message:
         d: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
             d["tool_calls"] = [
-                {"id": c.id, "name": c.name, "arguments": c.arguments, "raw_arguments": c.raw_arguments}
+                {
+                    "id": c.id,
+                    "name": c.name,
+                    "arguments": c.arguments,
+                    "raw_arguments": c.raw_arguments,
+                }
                 for c in self.tool_calls
             ]
         for key in ("tool_call_id", "name"):

@@ -14,16 +14,13 @@ from typing import Any
 from tuiapp.config import ProviderConfig
 from tuiapp.core.events import TextDelta, Usage
 from tuiapp.core.messages import Message, ToolCall
-from tuiapp.providers.base import Provider, ProviderFailure, StreamEnd, StreamItem
+from tuiapp.providers.base import ProviderFailure, StreamEnd, StreamItem
 from tuiapp.providers.wire import (
-    api_key_for,
+    SdkProvider,
     clean_history,
-    failure_from,
     image_note,
     load_image,
     object_schema,
-    sdk_timeout,
-    where,
 )
 from tuiapp.tools.model import ToolSpec
 
@@ -98,30 +95,17 @@ def system_text(messages: Sequence[Message], system: str | None) -> str:
     return "\n\n".join(parts)
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(SdkProvider):
+    default_url = DEFAULT_URL
+
     def __init__(self, config: ProviderConfig, model: str) -> None:
         super().__init__(config, model)
-        self._client: Any = None
-        self._key: str | None = None
-        self._url = where(config, DEFAULT_URL)
         self.max_tokens = DEFAULT_MAX_TOKENS
 
-    def _get_client(self) -> Any:
-        if self._client is None:
-            self._key = api_key_for(self.config)
-            from anthropic import AsyncAnthropic  # lazy: ~1-2 s of import, paid on first use
+    def _client_class(self) -> Any:
+        from anthropic import AsyncAnthropic  # lazy: ~1-2 s of import
 
-            self._client = AsyncAnthropic(
-                api_key=self._key,
-                base_url=self.config.base_url or None,
-                default_headers=self.config.headers or None,
-                max_retries=0,
-                timeout=sdk_timeout(),
-            )
-        return self._client
-
-    def _fail(self, exc: BaseException, streaming: bool = False) -> ProviderFailure:
-        return failure_from(exc, self.config, self._url, self._key, streaming=streaming)
+        return AsyncAnthropic
 
     async def _open(self, kwargs: dict[str, Any]) -> Any:
         client = self._get_client()
@@ -190,8 +174,3 @@ class AnthropicProvider(Provider):
         yield Usage(input_tokens, output_tokens)
         stop = stop or "end_turn"
         yield StreamEnd(STOP.get(stop, stop))
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None

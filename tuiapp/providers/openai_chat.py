@@ -13,17 +13,14 @@ from typing import Any
 from tuiapp.config import ProviderConfig
 from tuiapp.core.events import TextDelta, Usage
 from tuiapp.core.messages import Message, ToolCall
-from tuiapp.providers.base import Provider, ProviderFailure, StreamEnd, StreamItem
+from tuiapp.providers.base import ProviderFailure, StreamEnd, StreamItem
 from tuiapp.providers.wire import (
-    api_key_for,
+    SdkProvider,
     call_arguments_json,
     clean_history,
-    failure_from,
     image_note,
     load_image,
     object_schema,
-    sdk_timeout,
-    where,
 )
 from tuiapp.tools.model import ToolSpec
 
@@ -89,30 +86,17 @@ def to_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
-class ChatProvider(Provider):
+class ChatProvider(SdkProvider):
+    default_url = DEFAULT_URL
+
     def __init__(self, config: ProviderConfig, model: str) -> None:
         super().__init__(config, model)
-        self._client: Any = None
-        self._key: str | None = None
-        self._url = where(config, DEFAULT_URL)
         self._ask_usage = True  # cleared if the server rejects stream_options
 
-    def _get_client(self) -> Any:
-        if self._client is None:
-            self._key = api_key_for(self.config)
-            from openai import AsyncOpenAI  # lazy: ~1 s of import, paid on first use only
+    def _client_class(self) -> Any:
+        from openai import AsyncOpenAI  # lazy: ~1 s of import
 
-            self._client = AsyncOpenAI(
-                api_key=self._key,
-                base_url=self.config.base_url or None,
-                default_headers=self.config.headers or None,
-                max_retries=0,
-                timeout=sdk_timeout(),
-            )
-        return self._client
-
-    def _fail(self, exc: BaseException, streaming: bool = False) -> ProviderFailure:
-        return failure_from(exc, self.config, self._url, self._key, streaming=streaming)
+        return AsyncOpenAI
 
     async def _open(self, kwargs: dict[str, Any]) -> Any:
         client = self._get_client()
@@ -194,8 +178,3 @@ class ChatProvider(Provider):
                 entry[1] = fn.name
             if fn.arguments:
                 entry[2].append(fn.arguments)
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None

@@ -9,20 +9,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from tuiapp.config import ProviderConfig
 from tuiapp.core.events import TextDelta, Usage
 from tuiapp.core.messages import Message, ToolCall
-from tuiapp.providers.base import Provider, ProviderFailure, StreamEnd, StreamItem
+from tuiapp.providers.base import ProviderFailure, StreamEnd, StreamItem
 from tuiapp.providers.wire import (
-    api_key_for,
+    SdkProvider,
     call_arguments_json,
     clean_history,
-    failure_from,
     image_note,
     load_image,
     object_schema,
-    sdk_timeout,
-    where,
 )
 from tuiapp.tools.model import ToolSpec
 
@@ -88,29 +84,13 @@ def to_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
-class ResponsesProvider(Provider):
-    def __init__(self, config: ProviderConfig, model: str) -> None:
-        super().__init__(config, model)
-        self._client: Any = None
-        self._key: str | None = None
-        self._url = where(config, DEFAULT_URL)
+class ResponsesProvider(SdkProvider):
+    default_url = DEFAULT_URL
 
-    def _get_client(self) -> Any:
-        if self._client is None:
-            self._key = api_key_for(self.config)
-            from openai import AsyncOpenAI  # lazy: ~1 s of import, paid on first use only
+    def _client_class(self) -> Any:
+        from openai import AsyncOpenAI  # lazy: ~1 s of import
 
-            self._client = AsyncOpenAI(
-                api_key=self._key,
-                base_url=self.config.base_url or None,
-                default_headers=self.config.headers or None,
-                max_retries=0,
-                timeout=sdk_timeout(),
-            )
-        return self._client
-
-    def _fail(self, exc: BaseException, streaming: bool = False) -> ProviderFailure:
-        return failure_from(exc, self.config, self._url, self._key, streaming=streaming)
+        return AsyncOpenAI
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], system: str | None
@@ -189,8 +169,3 @@ class ResponsesProvider(Provider):
             reason = getattr(resp.incomplete_details, "reason", None) or "incomplete"
             return INCOMPLETE_REASONS.get(reason, reason)
         return "tool_use" if made_calls else "end_turn"
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None

@@ -14,7 +14,7 @@ from typing import Any
 
 from tuiapp.config import ProviderConfig
 from tuiapp.core.messages import Message
-from tuiapp.providers.base import ProviderFailure, mask_secret
+from tuiapp.providers.base import Provider, ProviderFailure, mask_secret
 
 # Local servers (ollama, llama.cpp, vLLM…) ignore the key, but the SDKs insist on one.
 PLACEHOLDER_KEY = "kep-no-key"
@@ -212,3 +212,39 @@ def object_schema(parameters: dict[str, Any]) -> dict[str, Any]:
 
 def call_arguments_json(arguments: dict[str, Any]) -> str:
     return json.dumps(arguments, ensure_ascii=False)
+
+
+class SdkProvider(Provider):
+    """A provider backed by an SDK client that is built on first use (its import alone costs
+    1-2 s) and closed by aclose(). Subclasses name their default URL and client class."""
+
+    default_url: str
+
+    def __init__(self, config: ProviderConfig, model: str) -> None:
+        super().__init__(config, model)
+        self._client: Any = None
+        self._key: str | None = None
+        self._url = where(config, self.default_url)
+
+    def _client_class(self) -> Any:
+        raise NotImplementedError
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            self._key = api_key_for(self.config)
+            self._client = self._client_class()(
+                api_key=self._key,
+                base_url=self.config.base_url or None,
+                default_headers=self.config.headers or None,
+                max_retries=0,  # kep retries itself, and only before any output
+                timeout=sdk_timeout(),
+            )
+        return self._client
+
+    def _fail(self, exc: BaseException, streaming: bool = False) -> ProviderFailure:
+        return failure_from(exc, self.config, self._url, self._key, streaming=streaming)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None

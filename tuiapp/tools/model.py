@@ -37,7 +37,12 @@ class BrokenTool:
     error: str  # one line, says what to fix
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "format": self.format, "status": "broken", "error": self.error}
+        return {
+            "source": self.source,
+            "format": self.format,
+            "status": "broken",
+            "error": self.error,
+        }
 
 
 @dataclass

@@ -3,6 +3,7 @@ theme, approval rules, config, hot reload. Part of KepApp (kept apart so app.py 
 
 from __future__ import annotations
 
+import asyncio
 import re
 import tomllib
 from datetime import datetime
@@ -18,6 +19,7 @@ from tuiapp.ui import commands
 from tuiapp.ui.chat import ChatSession
 from tuiapp.ui.themes import save_theme_choice
 from tuiapp.ui.widgets.approval import ApprovalPanel
+from tuiapp.ui.widgets.functions_panel import FunctionsPanel
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
 from tuiapp.ui.widgets.tool_panes import ToolPanes
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from tuiapp.core.events import Event
     from tuiapp.core.messages import Message
     from tuiapp.core.store import Store
+    from tuiapp.mcp.connection import ServerState
     from tuiapp.providers.base import Provider
     from tuiapp.ui.bridge import ApprovalBroker
     from tuiapp.workspace import Workspace
@@ -42,6 +45,7 @@ class SessionActions(App[int]):
     broker: ApprovalBroker
     approval: ApprovalPanel
     panes: ToolPanes
+    functions: FunctionsPanel
     busy: bool
 
     if TYPE_CHECKING:
@@ -205,6 +209,37 @@ class SessionActions(App[int]):
         from tuiapp.ui import live_reload
 
         await live_reload.run(self)  # type: ignore[arg-type]  # self is the KepApp
+
+
+    # ---- background work: MCP states, shutting down --------------------------------------
+
+    def _mcp_state(self, state: ServerState) -> None:
+        if self.ws.mcp is None:
+            return
+        self.functions.update_servers({
+            name: (s.status, f"{s.tools} tools" if s.status == "ready" else s.reason)
+            for name, s in self.ws.mcp.states().items()})
+        if state.status == "failed":
+            self.notify(f"MCP server {state.name} failed: {state.reason}", title="MCP",
+                        severity="error", timeout=10)
+
+    async def stop_background(self) -> None:
+        """On exit, while the loop still runs: cancel and await the workers, so tool listers
+        and running tools are killed and reaped, then close the provider and MCP servers."""
+        self.chat.cancel_tools()
+        pending = [w for w in self.workers if not w.is_finished]
+        for worker in pending:
+            worker.cancel()
+        waits = [asyncio.ensure_future(w.wait()) for w in pending]
+        if waits:
+            await asyncio.wait(waits, timeout=3)
+            for w in waits:
+                if w.done() and not w.cancelled():
+                    w.exception()  # cancelled workers raise here; that is expected
+                else:
+                    w.cancel()
+        await self.chat.close()
+        await self.ws.aclose()
 
 
 def _has_key(file: Path, key: str) -> bool:

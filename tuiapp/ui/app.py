@@ -38,7 +38,6 @@ from tuiapp.ui.messages import ApprovalRequested, CoreEvent, ReplyText
 from tuiapp.ui.prompt_commands import SessionStarts
 from tuiapp.ui.themes import register_themes
 from tuiapp.ui.widgets.approval import ApprovalPanel
-from tuiapp.ui.widgets.first_run import FirstRunPanel
 from tuiapp.ui.widgets.functions_panel import FunctionsPanel
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
@@ -82,11 +81,13 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         self._bridge(event)
 
     def compose(self) -> ComposeResult:
-        # What starts hidden is mounted after the first frame (Lazy), or when first shown
-        # (the functions panel): its widgets and their CSS do not delay the first screen.
+        # What starts hidden is mounted after the first frame (Lazy): its widgets and their
+        # CSS do not delay the first screen.
         self.approval = ApprovalPanel(self.ws.root, id="approval")
         self.panes = ToolPanes(self.ws.config.pane_lines, id="panes", classes="-hidden")
+        self.functions = FunctionsPanel(self.ws.root, id="functions", classes="-hidden")
         with Horizontal(id="body"):
+            yield Lazy(self.functions)
             with Vertical(id="chat"):
                 yield Transcript(id="transcript")
                 yield Lazy(self.approval)
@@ -105,6 +106,8 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         if self.chat.history:
             await self.show_session_history()
         if self.first_run:
+            from tuiapp.ui.widgets.first_run import FirstRunPanel  # only when shown
+
             await self.query_one(Transcript).mount(FirstRunPanel(self.ws.config))
         for error in self.theme_errors:
             self.notify(error, title="Theme", severity="warning", timeout=8)
@@ -114,6 +117,8 @@ class KepApp(SessionStarts, SessionActions, App[int]):
 
     @work(exclusive=True, group="registry", exit_on_error=False)
     async def refresh_tools(self, first: bool = False) -> None:
+        if first:  # MCP servers start beside the listing; their tools arrive as events
+            self.ws.start_mcp(emit=self._sink, on_state=self._mcp_state)
         try:
             change = await self.ws.registry.refresh()
         except Exception as e:  # a registry bug must not take the chat down
@@ -131,9 +136,8 @@ class KepApp(SessionStarts, SessionActions, App[int]):
 
     def show_tools(self) -> None:
         entries = self.ws.registry.entries()
-        for functions in self.query(FunctionsPanel):
-            functions.update_entries(entries)
-        for panel in self.query(FirstRunPanel):
+        self.functions.update_entries(entries)
+        for panel in self.query("#first-run"):
             panel.show_tools(entries)
 
     # ---- the conversation ----------------------------------------------------------------
@@ -150,7 +154,7 @@ class KepApp(SessionStarts, SessionActions, App[int]):
             self.query_one(PromptInput).load_text(message.text)
             self.notify("kep is still answering: Esc interrupts it.", severity="warning")
             return
-        for panel in self.query(FirstRunPanel):
+        for panel in self.query("#first-run"):
             await panel.remove()
         self.set_state("streaming")
         self.converse(message.text)
@@ -182,7 +186,7 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         # listed) still has to leave the screen idle.
         worker = event.worker
         if worker.group == "conversation" and worker.is_finished and not self.busy:
-            await self.query_one(Transcript).end_reply(
+            self.query_one(Transcript).end_reply(
                 interrupted=worker.state == WorkerState.CANCELLED)
             if self.query_one(StatusFooter).state != "error":
                 self.set_state("error" if worker.state == WorkerState.ERROR else "idle")
@@ -193,7 +197,7 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         elif self.busy and not self.approval.display:
             self.workers.cancel_group(self, "conversation")
         elif not self.busy:
-            for panel in self.query(FirstRunPanel):
+            for panel in self.query("#first-run"):
                 panel.remove()
 
     def on_prompt_input_interrupt(self) -> None:
@@ -203,12 +207,12 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         if not self.chat.cancel_tools():
             self.notify("No tool is running.")
 
-    async def on_reply_text(self, message: ReplyText) -> None:
-        await self.query_one(Transcript).stream_text(message.chunks.take())
+    def on_reply_text(self, message: ReplyText) -> None:
+        self.query_one(Transcript).stream_text(message.chunks.take())
 
     async def on_core_event(self, message: CoreEvent) -> None:
         event = message.event
-        await self.query_one(Transcript).handle(event)
+        self.query_one(Transcript).handle(event)
         self.panes.handle(event)
         if isinstance(event, ToolCallRequested) and not self._panes_hidden_by_user:
             self.panes.remove_class("-hidden")
@@ -256,13 +260,8 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         self.panes.toggle_class("-hidden")
         self._panes_hidden_by_user = self.panes.has_class("-hidden")
 
-    async def action_toggle_functions(self) -> None:
-        for functions in self.query(FunctionsPanel):
-            functions.toggle_class("-hidden")
-            return
-        functions = FunctionsPanel(self.ws.root, id="functions")
-        await self.query_one("#body").mount(functions, before=0)
-        functions.update_entries(self.ws.registry.entries())
+    def action_toggle_functions(self) -> None:
+        self.functions.toggle_class("-hidden")
 
     def action_reload_tools(self) -> None:
         self.refresh_tools()
@@ -273,22 +272,7 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         yield from (c for c in super().get_system_commands(screen) if c.title != "Theme")
 
     async def on_unmount(self) -> None:
-        # Stop background work while the loop still runs, so tool listers and running tools
-        # are killed and reaped rather than left to a closed loop.
-        self.chat.cancel_tools()
-        pending = [w for w in self.workers if not w.is_finished]
-        for worker in pending:
-            worker.cancel()
-        waits = [asyncio.ensure_future(w.wait()) for w in pending]
-        if waits:
-            await asyncio.wait(waits, timeout=3)
-            for w in waits:
-                if w.done() and not w.cancelled():
-                    w.exception()  # cancelled workers raise here; that is expected
-                else:
-                    w.cancel()
-        await self.chat.close()
-
+        await self.stop_background()
 
 def make_app(workspace: Workspace, *, model: str, store: Store | None = None,
              session_id: str | None = None, history: Sequence[Message] = (),

@@ -68,7 +68,9 @@ class ToolFormat(ABC):
         """The tools one file declares. Raise ToolLoadError (one line) when it is broken."""
 
     @abstractmethod
-    def invocation(self, spec: ToolSpec, arguments: dict[str, Any], ctx: FormatContext) -> Invocation:
+    def invocation(
+        self, spec: ToolSpec, arguments: dict[str, Any], ctx: FormatContext
+    ) -> Invocation:
         """The subprocess that runs one call."""
 
     def watch_recursive(self, root: Path) -> bool:

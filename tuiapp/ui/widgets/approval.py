@@ -17,7 +17,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.highlight import highlight
 from textual.message import Message
 from textual.widgets import Button, Input, Static, TextArea
 
@@ -138,6 +137,8 @@ class ApprovalPanel(Vertical, can_focus=True):
         self.query_one(".approval-source", Static).update(
             Content.assemble(("from ", "dim"), source, (f"  ({req.spec.format})", "dim")))
         pretty = json.dumps(req.call.arguments, indent=2, ensure_ascii=False)
+        from textual.highlight import highlight  # Pygments: loaded when first needed
+
         self.query_one(".approval-json", Static).update(highlight(pretty, language="json"))
         self.query_one(".approval-rule", Static).update(
             Content.assemble(("asking because ", "dim"), req.verdict.rule))

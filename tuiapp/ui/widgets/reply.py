@@ -13,8 +13,11 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from itertools import pairwise
 
+from rich.cells import cell_len
 from textual.app import ComposeResult
+from textual.await_complete import AwaitComplete
 from textual.containers import Vertical
 from textual.content import Content
 from textual.timer import Timer
@@ -22,6 +25,8 @@ from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownFence, MarkdownStream
 
 CHUNK_CHARS = 5000
+FEED_SLICE = 2000  # characters per Markdown append
+APPEND_WAIT = 2.0  # seconds to wait for an append before feeding more anyway
 FENCE = re.compile(r"^ {0,3}(```|~~~)", re.M)
 # A blank line followed by a line that starts a new top-level block (not indented).
 BOUNDARY = re.compile(r"\n[ \t]*\n(?=[^\s])")
@@ -43,15 +48,32 @@ class ReplyMarkdown(Markdown):
 
     BLOCKS = {**Markdown.BLOCKS, "fence": PlainFence, "code_block": PlainFence}  # noqa: RUF012
 
-    def __init__(self, text: str = "") -> None:
-        super().__init__(text or None)
+    def __init__(self, text: str = "", *, frozen_height: int | None = None) -> None:
+        frozen = frozen_height is not None
+        super().__init__(None if frozen else (text or None), classes="reply-chunk")
         self.text = text
-        self.frozen = False
+        self.frozen = frozen  # born frozen: never parsed unless scrolled to
+        if frozen_height is not None:
+            self.styles.height = frozen_height
 
-    async def freeze(self) -> None:
-        """Drop the block widgets, keep the height: the layout then skips its insides."""
+    def append(self, markdown: str) -> AwaitComplete:
+        """Markdown.append (what the MarkdownStream calls), telling the reply when done:
+        it feeds one slice at a time."""
+        appending = super().append(markdown)
+
+        async def then_tell() -> None:
+            await appending
+            reply = self.parent
+            if isinstance(reply, AssistantReply):
+                reply.appended()
+
+        return AwaitComplete(then_tell())
+
+    async def freeze(self, height: int | None = None) -> None:
+        """Drop the block widgets, keep the height (or take `height`): the layout then skips
+        its insides."""
         if not self.frozen:
-            height = self.outer_size.height
+            height = self.outer_size.height if height is None else height
             self.frozen = True
             await self.remove_children()
             self.styles.height = height
@@ -63,6 +85,13 @@ class ReplyMarkdown(Markdown):
             await self.update(self.text)
 
 
+def estimate_height(text: str, width: int) -> int:
+    """About how many lines a chunk takes once drawn: its lines wrapped at `width`, blank
+    lines standing for the margins between blocks."""
+    width = max(width, 10)
+    return 1 + sum(max(1, -(-cell_len(line) // width)) for line in text.splitlines())
+
+
 def next_cut(text: str, start: int) -> int | None:
     """The first block boundary at or after `start` that is outside a code fence (text is
     assumed to begin outside one), as an index: where a new chunk may begin."""
@@ -70,6 +99,17 @@ def next_cut(text: str, start: int) -> int | None:
         if len(FENCE.findall(text, 0, m.start())) % 2 == 0:
             return m.end()
     return None
+
+
+def chunk_cuts(text: str, first: int, size: int = CHUNK_CHARS) -> list[int]:
+    """Where chunks of `text` end: the first boundary at or after `first`, then one at
+    least `size` further each time."""
+    cuts: list[int] = []
+    pos = first
+    while (cut := next_cut(text, pos)) is not None:
+        cuts.append(cut)
+        pos = cut + size
+    return cuts
 
 
 def split_markdown(text: str, size: int = CHUNK_CHARS) -> list[str]:
@@ -84,8 +124,8 @@ def split_markdown(text: str, size: int = CHUNK_CHARS) -> list[str]:
 
 class AssistantReply(Vertical):
     """A reply. The first text shows at once; after that the live chunk is fed at most every
-    FLUSH_EVERY seconds, or less often when drawing a flush takes long (at most a quarter of
-    the time goes to drawing): a model can send hundreds of tokens a second, and drawing each
+    FLUSH_EVERY seconds, or less often when a flush takes long (the next one waits twice as
+    long as the last took): a model can send hundreds of tokens a second, and drawing each
     would starve the stream and the keyboard."""
 
     FLUSH_EVERY = 0.1
@@ -99,7 +139,12 @@ class AssistantReply(Vertical):
         self._pending: list[str] = []
         self._timer: Timer | None = None
         self._lock = asyncio.Lock()
-        self._draw_cost = 0.0  # seconds from the last flush to the frame that showed it
+        self._appended = asyncio.Event()
+        self._draw_cost = 0.0  # seconds the last flush took, waits included
+        self._marked = False  # the "interrupted" line is shown
+        self._started = False  # the first flush is scheduled
+        self._ready = False  # mounted, with its first chunk (is_mounted lags in on_mount)
+        self.done = bool(text) or interrupted  # all drawn (a saved reply is, from the start)
         self.interrupted = interrupted
         self._parts = [text] if text else []  # everything received, shown or about to be
 
@@ -113,26 +158,39 @@ class AssistantReply(Vertical):
         for chunk in split_markdown(self._initial):
             yield ReplyMarkdown(chunk)
         if self.interrupted:
+            self._marked = True
             yield Static("⊘ interrupted", classes="interrupted-mark")
+
+    def on_mount(self) -> None:
+        # The app does not wait for this widget to mount: text may already be waiting.
+        self._ready = True
+        if self._pending:
+            self.call_later(self._flush)
 
     @property
     def live(self) -> ReplyMarkdown | None:
         """The chunk being streamed into (never frozen)."""
         return self._live
 
-    async def write(self, text: str) -> None:
+    def write(self, text: str) -> None:
+        """Take streamed text. Drawing happens in this widget's own time (call_later, timer),
+        never in the caller's: the app's message loop stays free for keys."""
         self._parts.append(text)
         self._pending.append(text)
-        if self._stream is None:
-            await self._flush()
+        if not self._started:
+            self._started = True
+            if self._ready:
+                self.call_later(self._flush)  # the first words show at once
         elif self._timer is None:
-            delay = min(self.MAX_FLUSH_EVERY, max(self.FLUSH_EVERY, 3 * self._draw_cost))
+            delay = min(self.MAX_FLUSH_EVERY, max(self.FLUSH_EVERY, 2 * self._draw_cost))
             self._timer = self.set_timer(delay, self._flush)
 
     async def _flush(self) -> None:
         # One flush at a time: sealing awaits, and a timer flush may meet finish()'s.
         async with self._lock:
+            started = time.perf_counter()
             await self._flush_locked()
+            self._draw_cost = time.perf_counter() - started
 
     async def _flush_locked(self) -> None:
         self._timer = None
@@ -145,45 +203,93 @@ class AssistantReply(Vertical):
             self._live = live
             self._stream = Markdown.get_stream(live)
         assert self._live is not None and self._stream is not None
-        # Seal the live chunk at the first block boundary past CHUNK_CHARS, as often as needed.
-        while len(self._live.text) + len(text) > CHUNK_CHARS:
-            done = len(self._live.text)
-            cut = next_cut(self._live.text + text, max(CHUNK_CHARS, done))
-            if cut is None:
-                break
-            await self._feed(text[: cut - done])
+        combined = self._live.text + text
+        done = len(self._live.text)
+        cuts = chunk_cuts(combined, max(CHUNK_CHARS, done))
+        if not cuts:
+            await self._feed(text)
+            return
+        # Text that came faster than it could be drawn: whatever ends more than two chunks
+        # before the end would be out of view (and frozen) as soon as drawn, so it starts
+        # frozen instead, its height estimated; it is drawn if ever scrolled to.
+        hidden = len(combined) - 2 * CHUNK_CHARS
+        if cuts[0] <= hidden:
+            await self._seal(combined[done:cuts[0]], hidden=True)
+        else:
+            await self._feed(combined[done:cuts[0]])
             await self._seal()
-            text = text[cut - done:]
-        await self._feed(text)
+        width = self.content_size.width or 80
+        for start, end in pairwise(cuts):
+            piece = combined[start:end]
+            if end <= hidden:
+                await self.mount(ReplyMarkdown(piece, frozen_height=estimate_height(piece, width)),
+                                 before=self._live)
+            else:
+                await self._feed(piece)
+                await self._seal()
+        await self._feed(combined[cuts[-1]:])
 
     async def _feed(self, text: str) -> None:
+        """Into the live chunk's stream, FEED_SLICE characters at a time, each appended
+        before the next: one huge append would hold the event loop (and the keys) for long."""
         assert self._live is not None and self._stream is not None
-        self._live.text += text
-        await self._stream.write(text)
-        started = time.perf_counter()
-        self.call_after_refresh(self._drawn, started)
+        for start in range(0, len(text), FEED_SLICE):
+            piece = text[start:start + FEED_SLICE]
+            self._live.text += piece
+            self._appended.clear()
+            await self._stream.write(piece)
+            try:
+                await asyncio.wait_for(self._appended.wait(), APPEND_WAIT)
+            except TimeoutError:
+                pass  # drawing is slow, not stuck: go on, the stream batches what follows
 
-    def _drawn(self, started: float) -> None:
-        self._draw_cost = time.perf_counter() - started
+    def appended(self) -> None:
+        """The live chunk finished an append: the next slice may go."""
+        self._appended.set()
 
-    async def _seal(self) -> None:
-        """The live chunk is complete: stop its stream, start a new chunk after it."""
+    async def _seal(self, rest: str = "", *, hidden: bool = False) -> None:
+        """The live chunk is complete: stop its stream, start a new chunk after it. A hidden
+        one takes `rest` undrawn and freezes at its estimated height."""
         assert self._stream is not None and self._live is not None
-        await self._stream.stop()
+        await self._stop_stream()
+        done = self._live
+        if hidden:
+            done.text += rest
+            await done.freeze(estimate_height(done.text, self.content_size.width or 80))
         chunk = ReplyMarkdown()
-        await self.mount(chunk, after=self._live)
+        await self.mount(chunk, after=done)
         self._live, self._stream = chunk, Markdown.get_stream(chunk)
 
-    async def finish(self, *, interrupted: bool) -> None:
+    async def _stop_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is None:
+            return
+        try:
+            await stream.stop()
+        except asyncio.CancelledError:
+            # A stream stopped before its task first ran re-raises the cancel it was given;
+            # only a cancel of this task itself must go on.
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+
+    def finish(self, *, interrupted: bool) -> None:
+        """The reply is complete. Returns at once: what is still to draw is drawn in this
+        widget's own time, so the app's messages (keys!) never wait behind a long reply."""
+        if interrupted:
+            self.interrupted = True
         if self._timer is not None:
             self._timer.stop()
+            self._timer = None
+        self.call_later(self._finish)
+
+    async def _finish(self) -> None:
         await self._flush()
         async with self._lock:
-            if self._stream is not None:
-                await self._stream.stop()
-                self._stream = None
+            await self._stop_stream()
             self._live = None
-        if interrupted and not self.interrupted:
-            self.interrupted = True
+        if self.interrupted and not self._marked:
+            self._marked = True
             await self.mount(Static("⊘ interrupted — the partial reply is kept",
                                     classes="interrupted-mark"))
+        self.done = True

@@ -50,6 +50,8 @@ class ToolCallBlock(Vertical):
         self._detail = ""
         self._started = 0.0
         self._ticker: Timer | None = None
+        self._edited: dict[str, Any] | None = None  # arguments the user edited
+        self._composed = False  # children exist (is_mounted is still False in on_mount)
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="tool-head"):
@@ -63,16 +65,23 @@ class ToolCallBlock(Vertical):
     def watch_status(self, old: str, new: str) -> None:
         self.remove_class(f"-{old}")
         self.add_class(f"-{new}")
-        if self.is_mounted:
+        if self._composed:
             self.query_one(".tool-icon", Static).update(ICONS.get(new, "?"))
             self._refresh_text()
 
     def on_mount(self) -> None:
+        # Events may have arrived before the block was mounted: draw the state they left.
+        self._composed = True
         self.add_class(f"-{self.status}")
         self.query_one(".tool-icon", Static).update(ICONS.get(self.status, "?"))
         self._refresh_text()
 
     def _refresh_text(self) -> None:
+        if not self._composed:
+            return  # on_mount draws it
+        if self._edited is not None:
+            self.query_one(".tool-title", Static).update(Content.assemble(
+                (self.call.name, "bold"), "  ", (compact_arguments(self._edited), "dim")))
         meta = self._meta or LABELS.get(self.status, "")
         self.query_one(".tool-meta", Static).update(meta)
         detail = self.query_one(".tool-detail", Static)
@@ -95,9 +104,7 @@ class ToolCallBlock(Vertical):
                 self._detail = "denied by you" + (f": {event.reason}" if event.reason else "")
         else:
             self._detail = f"{'allowed' if event.decision == 'allow' else 'denied'} by {event.rule}"
-        if event.edited_arguments is not None:
-            self.query_one(".tool-title", Static).update(Content.assemble(
-                (self.call.name, "bold"), "  ", (compact_arguments(event.edited_arguments), "dim")))
+        self._edited = event.edited_arguments
         self._refresh_text()
 
     def running(self) -> None:

@@ -4,6 +4,8 @@ MarkdownStream, never re-rendered whole per token), tool-call blocks, errors and
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -26,8 +28,10 @@ from tuiapp.core.events import (
 )
 from tuiapp.core.messages import Message, ToolCall
 from tuiapp.core.store import ToolCallRecord
-from tuiapp.ui.widgets.reply import AssistantReply, ReplyMarkdown
 from tuiapp.ui.widgets.tool_block import ToolCallBlock, first_line
+
+if TYPE_CHECKING:
+    from tuiapp.ui.widgets.reply import AssistantReply, ReplyMarkdown
 
 
 class UserMessage(Static):
@@ -54,6 +58,20 @@ class NoticeLine(Static):
         super().__init__(Content(text), classes=f"notice -{level}")
 
 
+def _reply() -> ModuleType:
+    """widgets.reply, imported on first use: Markdown brings markdown-it (~25 ms), which the
+    first frame does not need."""
+    from tuiapp.ui.widgets import reply
+
+    return reply
+
+
+def _is_live(chunk: ReplyMarkdown) -> bool:
+    """Still being streamed into (its reply may be finishing after the turn ended)."""
+    reply = chunk.parent
+    return getattr(reply, "live", None) is chunk
+
+
 VIRTUALIZE_AFTER = 0.25  # seconds after a scroll, resize or new text
 
 
@@ -66,6 +84,7 @@ class Transcript(VerticalScroll):
         self._reply: AssistantReply | None = None
         self._blocks: dict[str, ToolCallBlock] = {}
         self._virtualize_timer: Timer | None = None
+        self._drawing: list[AssistantReply] = []  # replies not yet mounted and drawn
 
     def on_mount(self) -> None:
         self.anchor()
@@ -93,7 +112,7 @@ class Transcript(VerticalScroll):
         if not view.height:
             return
         top, bottom = view.y - view.height, view.bottom + view.height
-        for chunk in self.query(ReplyMarkdown):
+        for chunk in self.query(".reply-chunk").results(_reply().ReplyMarkdown):
             region = chunk.region
             if not region.height and not chunk.frozen and chunk.text:
                 self.schedule_virtualize()  # not laid out yet: look again later
@@ -101,26 +120,26 @@ class Transcript(VerticalScroll):
             near = region.bottom >= top and region.y <= bottom
             if chunk.frozen and near:
                 await chunk.thaw()
-            elif not chunk.frozen and not near and chunk is not self._live_chunk():
+            elif not chunk.frozen and not near and not _is_live(chunk):
                 await chunk.freeze()
 
-    def _live_chunk(self) -> ReplyMarkdown | None:
-        return self._reply.live if self._reply is not None else None
+    # Mounts below are not awaited: the app calls these from its message handlers, and its
+    # queue (keys included) must not wait for the transcript's layout. Widgets queue what
+    # they are told until they are mounted.
 
     async def add(self, widget: Widget) -> None:
         await self.mount(widget)
 
-    async def add_user(self, text: str) -> None:
+    def add_user(self, text: str) -> None:
         self.anchor()  # a new message brings the view back to the bottom
-        await self.mount(UserMessage(text))
+        self.mount(UserMessage(text))
 
-    async def stream_text(self, text: str) -> None:
+    def stream_text(self, text: str) -> None:
         if not text:
             return
         if self._reply is None:
-            self._reply = AssistantReply()
-            await self.mount(self._reply)
-        await self._reply.write(text)
+            self._new_reply()
+        self._reply.write(text)
         self.schedule_virtualize()
 
     @property
@@ -130,13 +149,13 @@ class Transcript(VerticalScroll):
     def block(self, call_id: str) -> ToolCallBlock | None:
         return self._blocks.get(call_id)
 
-    async def handle(self, event: Event) -> None:
+    def handle(self, event: Event) -> None:
         if isinstance(event, MessageAdded):
-            await self._message_added(event.message)
+            self._message_added(event.message)
         elif isinstance(event, ToolCallRequested):
             block = ToolCallBlock(event.call, event.source)
             self._blocks[event.call.id] = block
-            await self.mount(block)
+            self.mount(block)
         elif isinstance(event, ToolCallDecided):
             if block := self._blocks.get(event.call_id):
                 block.decided(event)
@@ -147,30 +166,40 @@ class Transcript(VerticalScroll):
             if block := self._blocks.get(event.call_id):
                 block.finished(event)
         elif isinstance(event, ProviderError):
-            await self.end_reply(interrupted=event.partial)
-            await self.mount(ErrorBlock(event.message, partial=event.partial))
+            self.end_reply(interrupted=event.partial)
+            self.mount(ErrorBlock(event.message, partial=event.partial))
         elif isinstance(event, Retrying):
-            await self.mount(NoticeLine(
+            self.mount(NoticeLine(
                 f"↻ retrying in {event.delay:g} s (attempt {event.attempt}): {event.reason}"))
         elif isinstance(event, Notice):
-            await self.mount(NoticeLine(event.text, event.level))
+            self.mount(NoticeLine(event.text, event.level))
         elif isinstance(event, TurnEnded) and event.stop_reason == "interrupted":
-            await self.end_reply(interrupted=True)
+            self.end_reply(interrupted=True)
 
-    async def _message_added(self, message: Message) -> None:
+    def _message_added(self, message: Message) -> None:
         if message.role == "user":
-            await self.add_user(message.content)
+            self.add_user(message.content)
         elif message.role == "assistant":
             if self._reply is None and (message.content or message.interrupted):
                 # A provider that did not stream, or an interrupt before the first token.
-                self._reply = AssistantReply(message.content)
-                await self.mount(self._reply)
-            await self.end_reply(interrupted=message.interrupted)
+                self._new_reply(message.content)
+            self.end_reply(interrupted=message.interrupted)
 
-    async def end_reply(self, *, interrupted: bool) -> None:
+    def _new_reply(self, text: str = "") -> None:
+        self._reply = reply = _reply().AssistantReply(text)
+        self._drawing.append(reply)
+        self.mount(reply)
+
+    @property
+    def drawn(self) -> bool:
+        """Every reply is mounted and fully drawn (tests and benchmarks wait for this)."""
+        self._drawing = [r for r in self._drawing if not (r.is_mounted and r.done)]
+        return not self._drawing
+
+    def end_reply(self, *, interrupted: bool) -> None:
         reply, self._reply = self._reply, None
         if reply is not None:
-            await reply.finish(interrupted=interrupted)
+            reply.finish(interrupted=interrupted)
             self.schedule_virtualize()
 
     async def show_history(self, messages: Sequence[Message],
@@ -183,7 +212,8 @@ class Transcript(VerticalScroll):
                 widgets.append(UserMessage(m.content))
             elif m.role == "assistant":
                 if m.content or m.interrupted:
-                    widgets.append(AssistantReply(m.content, interrupted=m.interrupted))
+                    widgets.append(_reply().AssistantReply(m.content,
+                                                           interrupted=m.interrupted))
                 recs = (records or {}).get(i, [])
                 for j, call in enumerate(m.tool_calls):
                     rec = recs[j] if j < len(recs) else None
