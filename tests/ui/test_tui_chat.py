@@ -142,7 +142,7 @@ async def test_first_run_panel_says_what_is_active_and_how_to_configure(proj: Pa
         text = " ".join(str(w.render()) for w in panel.query("Static"))
         assert "offline" in text
         assert "sleepy" in text and "Tools found (2)" in text
-        setup = panel.query_one(".first-run-setup").source  # type: ignore[attr-defined]
+        setup = str(panel.query_one(".first-run-setup").render())
         for hint in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "--model", "[providers.NAME]"):
             assert hint in setup
         assert app.query_one(PromptInput).has_focus  # typing works straight away

@@ -223,6 +223,16 @@ class SessionActions(App[int]):
             self.notify(f"MCP server {state.name} failed: {state.reason}", title="MCP",
                         severity="error", timeout=10)
 
+    def restart_mcp_server(self, name: str) -> None:
+        if self.ws.mcp is None:
+            return
+        try:
+            self.ws.mcp.restart(name)
+        except KeyError as e:
+            self.notify(str(e), title="MCP", severity="error")
+            return
+        self.notify(f"restarting MCP server {name}", title="MCP")
+
     async def stop_background(self) -> None:
         """On exit, while the loop still runs: cancel and await the workers, so tool listers
         and running tools are killed and reaped, then close the provider and MCP servers."""

@@ -111,7 +111,8 @@ class KepApp(SessionStarts, SessionActions, App[int]):
             await self.query_one(Transcript).mount(FirstRunPanel(self.ws.config))
         for error in self.theme_errors:
             self.notify(error, title="Theme", severity="warning", timeout=8)
-        self.refresh_tools(first=True)  # after the first frame: startup never waits for tools
+        # After the first frame is on screen: startup never waits for tools.
+        self.call_after_refresh(self.refresh_tools, first=True)
 
     # ---- tools --------------------------------------------------------------------------
 

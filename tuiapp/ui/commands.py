@@ -39,6 +39,11 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
                         app.action_cancel_tools)
     yield SystemCommand("Retry", "Send the last request again after an error (ctrl+r)",
                         app.action_retry)
+    if app.ws.mcp is not None:
+        for name, state in sorted(app.ws.mcp.states().items()):
+            if name in app.ws.config.mcp_servers or state.log_path:  # a real server
+                yield SystemCommand(f"MCP: restart {name}", f"now {state.describe()}",
+                                    partial(app.restart_mcp_server, name))
 
 
 def model_candidates(cfg: Config, current: str, recent: Iterable[str]) -> dict[str, str]:

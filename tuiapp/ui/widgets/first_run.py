@@ -9,27 +9,42 @@ from collections.abc import Sequence
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.widgets import Button, Markdown, Static
+from textual.widgets import Button, Static
 
 from tuiapp.config import Config
 from tuiapp.tools.model import BrokenTool, ToolSpec
 
 TOOLS_SHOWN = 12
 
-SETUP = """\
-**To use a real model**, give kep a key and pick a model:
+CODE = "$text-accent"
 
-- OpenAI: `export OPENAI_API_KEY=…` then `kep --model openai/gpt-5-mini`
-- Anthropic: `export ANTHROPIC_API_KEY=…` then `kep --model anthropic/claude-sonnet-4-5`
-- OpenRouter: `export OPENROUTER_API_KEY=…` then `kep --model openrouter/VENDOR/MODEL`
-- Local servers, no key: `kep --model ollama/llama3.2` (also `lmstudio/…`, `vllm/…`, \
-`llamacpp/…`)
 
-Keys can also live in the project's `.env`. Make a model the default with \
-`model = "openai/gpt-5-mini"` in `kep.toml`, or switch now: **ctrl+p → Switch model**. Any \
-other OpenAI- or Anthropic-compatible server: a `[providers.NAME]` table with `api`, \
-`base_url` and `api_key_env`.
-"""
+def _code(text: str) -> tuple[str, str]:
+    return (text, CODE)
+
+
+def setup_text() -> Content:
+    """How to configure a provider. Plain Content, not Markdown: this panel is on the first
+    frame, and a Markdown widget (parse + a widget per block) would delay it."""
+    providers = [
+        ("OpenAI", "OPENAI_API_KEY", "openai/gpt-5-mini"),
+        ("Anthropic", "ANTHROPIC_API_KEY", "anthropic/claude-sonnet-4-5"),
+        ("OpenRouter", "OPENROUTER_API_KEY", "openrouter/VENDOR/MODEL"),
+    ]
+    parts: list[str | tuple[str, str]] = [("To use a real model", "bold"),
+                                          ", give kep a key and pick a model:\n"]
+    for name, key, model in providers:
+        parts += [f"  • {name}: ", _code(f"export {key}=…"), " then ",
+                  _code(f"kep --model {model}"), "\n"]
+    parts += ["  • Local servers, no key: ", _code("kep --model ollama/llama3.2"), " (also ",
+              _code("lmstudio/…"), ", ", _code("vllm/…"), ", ", _code("llamacpp/…"), ")\n\n",
+              "Keys can also live in the project's ", _code(".env"),
+              ". Make a model the default with ", _code('model = "openai/gpt-5-mini"'), " in ",
+              _code("kep.toml"), ", or switch now: ", ("ctrl+p → Switch model", "bold"),
+              ". Any other OpenAI- or Anthropic-compatible server: a ",
+              _code("[providers.NAME]"), " table with ", _code("api"), ", ", _code("base_url"),
+              " and ", _code("api_key_env"), "."]
+    return Content.assemble(*parts)
 
 
 class FirstRunPanel(Vertical):
@@ -43,7 +58,7 @@ class FirstRunPanel(Vertical):
                      classes="first-run-title")
         yield Static(self._model_line("readfile README.md"), classes="first-run-model")
         yield Static(Content("Looking for tools…"), classes="first-run-tools")
-        yield Markdown(SETUP, classes="first-run-setup")
+        yield Static(setup_text(), classes="first-run-setup")
         files = ", ".join(str(f) for f in self.config.files) or "none yet"
         with Horizontal(classes="first-run-footer"):
             yield Static(Content.assemble(("config files read: ", "$text-muted"), files),

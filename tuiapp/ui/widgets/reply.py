@@ -6,30 +6,36 @@ each frame slower than the last. So a reply is a column of Markdown chunks: the 
 live (fed by one MarkdownStream); once it holds CHUNK_CHARS it is sealed at the next block
 boundary and a new live chunk starts. Sealed chunks far outside the view are frozen (their
 block widgets removed, their height kept) by the Transcript, and thawed when scrolled to.
+Text that arrives faster than it can be drawn is only drawn near the end of the reply (what
+is on screen); the rest starts frozen, at an estimated height.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from itertools import pairwise
 
-from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.await_complete import AwaitComplete
 from textual.containers import Vertical
 from textual.content import Content
+from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownFence, MarkdownStream
 
-CHUNK_CHARS = 5000
+from tuiapp.ui.widgets.chunking import (
+    CHUNK_CHARS,
+    chunk_cuts,
+    estimate_height,
+    split_markdown,
+)
+
+FROZEN_CHARS = 8 * CHUNK_CHARS  # at most this much text in one chunk born frozen
 FEED_SLICE = 2000  # characters per Markdown append
+VISIBLE_CHARS = 4000  # text at the end of a reply that can be on screen while it streams
 APPEND_WAIT = 2.0  # seconds to wait for an append before feeding more anyway
-FENCE = re.compile(r"^ {0,3}(```|~~~)", re.M)
-# A blank line followed by a line that starts a new top-level block (not indented).
-BOUNDARY = re.compile(r"\n[ \t]*\n(?=[^\s])")
 
 
 class PlainFence(MarkdownFence):
@@ -85,43 +91,6 @@ class ReplyMarkdown(Markdown):
             await self.update(self.text)
 
 
-def estimate_height(text: str, width: int) -> int:
-    """About how many lines a chunk takes once drawn: its lines wrapped at `width`, blank
-    lines standing for the margins between blocks."""
-    width = max(width, 10)
-    return 1 + sum(max(1, -(-cell_len(line) // width)) for line in text.splitlines())
-
-
-def next_cut(text: str, start: int) -> int | None:
-    """The first block boundary at or after `start` that is outside a code fence (text is
-    assumed to begin outside one), as an index: where a new chunk may begin."""
-    for m in BOUNDARY.finditer(text, start):
-        if len(FENCE.findall(text, 0, m.start())) % 2 == 0:
-            return m.end()
-    return None
-
-
-def chunk_cuts(text: str, first: int, size: int = CHUNK_CHARS) -> list[int]:
-    """Where chunks of `text` end: the first boundary at or after `first`, then one at
-    least `size` further each time."""
-    cuts: list[int] = []
-    pos = first
-    while (cut := next_cut(text, pos)) is not None:
-        cuts.append(cut)
-        pos = cut + size
-    return cuts
-
-
-def split_markdown(text: str, size: int = CHUNK_CHARS) -> list[str]:
-    """Cut text into chunks of a little over `size` characters, between blocks."""
-    chunks = []
-    while len(text) > size and (cut := next_cut(text, size)) is not None:
-        chunks.append(text[:cut])
-        text = text[cut:]
-    chunks.append(text)
-    return chunks
-
-
 class AssistantReply(Vertical):
     """A reply. The first text shows at once; after that the live chunk is fed at most every
     FLUSH_EVERY seconds, or less often when a flush takes long (the next one waits twice as
@@ -130,6 +99,9 @@ class AssistantReply(Vertical):
 
     FLUSH_EVERY = 0.1
     MAX_FLUSH_EVERY = 1.0
+
+    class Flushed(Message):
+        """New text was drawn (and chunks may have moved out of view)."""
 
     def __init__(self, text: str = "", *, interrupted: bool = False) -> None:
         super().__init__(classes="assistant-reply")
@@ -191,6 +163,7 @@ class AssistantReply(Vertical):
             started = time.perf_counter()
             await self._flush_locked()
             self._draw_cost = time.perf_counter() - started
+        self.post_message(self.Flushed())  # the transcript freezes what scrolled away
 
     async def _flush_locked(self) -> None:
         self._timer = None
@@ -209,23 +182,28 @@ class AssistantReply(Vertical):
         if not cuts:
             await self._feed(text)
             return
-        # Text that came faster than it could be drawn: whatever ends more than two chunks
+        # Text that came faster than it could be drawn: whatever ends more than VISIBLE_CHARS
         # before the end would be out of view (and frozen) as soon as drawn, so it starts
         # frozen instead, its height estimated; it is drawn if ever scrolled to.
-        hidden = len(combined) - 2 * CHUNK_CHARS
+        hidden = len(combined) - VISIBLE_CHARS
         if cuts[0] <= hidden:
             await self._seal(combined[done:cuts[0]], hidden=True)
         else:
             await self._feed(combined[done:cuts[0]])
             await self._seal()
         width = self.content_size.width or 80
+        frozen_from = None  # hidden pieces go into few frozen chunks: fewer widgets to lay out
         for start, end in pairwise(cuts):
-            piece = combined[start:end]
             if end <= hidden:
+                frozen_from = start if frozen_from is None else frozen_from
+                if end - frozen_from < FROZEN_CHARS and end != cuts[-1] and \
+                        cuts[cuts.index(end) + 1] <= hidden:
+                    continue
+                piece, frozen_from = combined[frozen_from:end], None
                 await self.mount(ReplyMarkdown(piece, frozen_height=estimate_height(piece, width)),
                                  before=self._live)
             else:
-                await self._feed(piece)
+                await self._feed(combined[start:end])
                 await self._seal()
         await self._feed(combined[cuts[-1]:])
 

@@ -72,7 +72,7 @@ def _is_live(chunk: ReplyMarkdown) -> bool:
     return getattr(reply, "live", None) is chunk
 
 
-VIRTUALIZE_AFTER = 0.25  # seconds after a scroll, resize or new text
+VIRTUALIZE_AFTER = 0.1  # seconds after a scroll, resize or drawn text
 
 
 class Transcript(VerticalScroll):
@@ -98,6 +98,9 @@ class Transcript(VerticalScroll):
     def on_resize(self) -> None:
         self.schedule_virtualize()
 
+    def on_assistant_reply_flushed(self) -> None:
+        self.schedule_virtualize()
+
     def schedule_virtualize(self) -> None:
         if self._virtualize_timer is None:
             # After the pending layout: regions must be those of what is on screen now.
@@ -112,13 +115,18 @@ class Transcript(VerticalScroll):
         if not view.height:
             return
         top, bottom = view.y - view.height, view.bottom + view.height
+        # Following a reply as it streams (at the bottom): its text above the view is still
+        # settling (heights estimated, chunks being drawn); thaw only what the user scrolls to.
+        following = self.scroll_y >= self.max_scroll_y - 1
         for chunk in self.query(".reply-chunk").results(_reply().ReplyMarkdown):
             region = chunk.region
-            if not region.height and not chunk.frozen and chunk.text:
-                self.schedule_virtualize()  # not laid out yet: look again later
+            if not region.height:
+                if chunk.text:
+                    self.schedule_virtualize()  # not laid out yet: look again later
                 continue
             near = region.bottom >= top and region.y <= bottom
-            if chunk.frozen and near:
+            settling = following and not getattr(chunk.parent, "done", True)
+            if chunk.frozen and near and not settling:
                 await chunk.thaw()
             elif not chunk.frozen and not near and not _is_live(chunk):
                 await chunk.freeze()
