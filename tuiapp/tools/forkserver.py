@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tuiapp.tools.formats.base import ProcResult
-from tuiapp.tools.proc import LIST_STDOUT_CAP, run_collect
+from tuiapp.tools.proc import LIST_STDOUT_CAP, read_shebang, run_collect
 
 MIN_SCRIPTS = 3  # below this, one interpreter start per script is as cheap
 PYTHON_NAME = re.compile(r"python[0-9.]*")
@@ -46,18 +46,6 @@ def python_command(shebang: str | None) -> tuple[str, ...] | None:
     ):
         return (parts[0],)
     return None
-
-
-def _shebang(path: Path) -> str | None:
-    try:
-        with path.open("rb") as f:
-            head = f.read(256)
-    except OSError:
-        return None
-    if not head.startswith(b"#!"):
-        return None
-    # As the kernel reads it: only spaces and tabs are trimmed (a CRLF line fails there too).
-    return head[2:].split(b"\n", 1)[0].decode("utf-8", errors="replace").strip(" \t")
 
 
 class PyForkServer:
@@ -178,7 +166,7 @@ class ForkingLister:
             return
         groups: dict[tuple[str, ...], list[Path]] = {}
         for path in scripts:
-            cmd = python_command(_shebang(path))
+            cmd = python_command(read_shebang(path, as_kernel=True))
             if cmd is not None:
                 groups.setdefault(cmd, []).append(path)
         for cmd, members in groups.items():

@@ -290,8 +290,9 @@ async def run_collect(
 # ---- what a failed start means, in one line --------------------------------------------
 
 
-def read_shebang(path: Path) -> str | None:
-    """The #! line of a file without its #!, or None."""
+def read_shebang(path: Path, *, as_kernel: bool = False) -> str | None:
+    """The #! line of a file without its #!, or None. `as_kernel`: trim only spaces and tabs,
+    as the kernel does (so a CRLF line keeps its \r and fails there too)."""
     try:
         with path.open("rb") as f:
             head = f.read(256)
@@ -299,7 +300,8 @@ def read_shebang(path: Path) -> str | None:
         return None
     if not head.startswith(b"#!"):
         return None
-    return head[2:].split(b"\n", 1)[0].decode("utf-8", errors="replace").strip()
+    line = head[2:].split(b"\n", 1)[0].decode("utf-8", errors="replace")
+    return line.strip(" \t") if as_kernel else line.strip()
 
 
 def spawn_error(path: Path, e: OSError) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from tuiapp.tools.formats.base import FormatContext
+from tuiapp.tools.proc import read_shebang
 
 HERE = Path(__file__).resolve().parent
 CHILD_PYTHON = HERE / "_child_python.py"
@@ -68,15 +69,11 @@ def env_salt(ctx: FormatContext, dotenv_files: Iterable[Path] = ()) -> str:
 
 def shebang(path: Path) -> list[str] | None:
     """The interpreter argv of a `#!` first line, or None."""
-    try:
-        with path.open("rb") as f:
-            first = f.readline(512)
-    except OSError:
-        return None
-    if not first.startswith(b"#!"):
+    line = read_shebang(path)
+    if line is None:
         return None
     try:
-        argv = shlex.split(first[2:].decode("utf-8", "replace").strip())
+        argv = shlex.split(line)
     except ValueError:
         return None
     return argv or None
