@@ -46,3 +46,28 @@ async def test_a_long_streamed_reply_is_chunked_frozen_and_thawed(tmp_path: Path
         await until(pilot, lambda: not chunks[0].frozen and chunks[0].children,
                     what="the first chunk to thaw")
         await until(pilot, lambda: chunks[-1].frozen, what="the last chunk to freeze")
+
+
+async def test_list_items_wrap_under_their_text_and_nested_lists_keep_their_shape(
+        tmp_path: Path) -> None:
+    long_item = "first item " + "with many words " * 12
+    text = f"Intro.\n\n- {long_item}\n- second\n  - nested\n\n1. one\n2. two\n\nAfter.\n"
+    provider = ScriptedProvider([[TextDelta(text), StreamEnd("end_turn")]])
+    app = app_for(make_project(tmp_path / "proj"), provider=provider)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "a list please")
+        await wait_idle(pilot)
+        await pilot.pause()
+        lines = [strip.text.rstrip() for strip in app.screen._compositor.render_strips()]
+        first = next(i for i, line in enumerate(lines) if "• first item" in line)
+        bullet_col = lines[first].index("•")
+        # The wrapped part of the long item starts under its text, not under the bullet.
+        wrapped = lines[first + 1]
+        assert wrapped[bullet_col:bullet_col + 2] == "  " and wrapped[bullet_col + 2] != " ", \
+            f"not indented under the text: {lines[first]!r} / {wrapped!r}"
+        assert "with many words" in wrapped
+        second = next(i for i, line in enumerate(lines) if "• second" in line)
+        assert lines[second + 1].index("▪ nested") == bullet_col + 2  # nested, indented
+        one = next(i for i, line in enumerate(lines) if "1. one" in line)
+        assert "2. two" in lines[one + 1]
+        assert "Intro." in "\n".join(lines) and "After." in "\n".join(lines)

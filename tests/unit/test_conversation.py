@@ -200,3 +200,50 @@ async def test_interrupt_keeps_partial_text() -> None:
     assert c.history[-1] == Message("assistant", "partial", interrupted=True)
     assert rec.of(TurnEnded)[-1].stop_reason == "interrupted"
     assert isinstance(rec.of(MessageAdded)[-1].message, Message)
+
+
+class Firehose(Provider):
+    """Text that is always ready: a stream whose reads never suspend (a fast local server)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(ProviderConfig("fake", "chat"), "m")
+        self.count = count
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system: str | None
+    ) -> AsyncIterator[StreamItem]:
+        loop = asyncio.get_running_loop()
+        for _ in range(self.count):
+            busy_until = loop.time() + 0.0002
+            while loop.time() < busy_until:
+                pass  # parsing an event takes a little CPU; no await: nothing suspends
+            yield TextDelta("word ")
+        yield StreamEnd("end_turn")
+
+
+async def test_a_stream_that_never_suspends_still_lets_the_rest_of_the_loop_run() -> None:
+    # The UI (keys, drawing) shares the event loop with the stream: a stream whose data is
+    # always buffered must still give it turns, or the screen freezes until the reply ends.
+    ticks: list[float] = []
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        loop = asyncio.get_running_loop()
+        while not stop.is_set():
+            ticks.append(loop.time())
+            await asyncio.sleep(0)
+
+    chat = conv(Firehose(2000), Recorder())
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    started = len(ticks)
+    loop = asyncio.get_running_loop()
+    begin = loop.time()
+    await chat.turn("go")
+    took = loop.time() - begin
+    stop.set()
+    await task
+    during = [t for t in ticks[started:] if begin <= t <= begin + took]
+    assert took > 0.3  # the stream itself held the CPU for a while
+    gaps = [b - a for a, b in zip([begin, *during], [*during, begin + took], strict=True)]
+    assert max(gaps) < 0.1, f"the loop was held for {max(gaps) * 1000:.0f} ms"

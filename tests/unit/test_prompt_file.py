@@ -278,3 +278,20 @@ def test_cli_errors_exit_2_and_send_nothing(project: Path) -> None:
     assert "prompts/broken.prompt:3: `.cmd` arguments: unclosed \" quote" in bad.stderr
     assert missing.returncode == 2
     assert "needs values for: n" in missing.stderr and "--set n=VALUE" in missing.stderr
+
+
+def test_a_prompt_that_fails_its_check_leaves_no_session_behind(project: Path) -> None:
+    from tuiapp.core.store import Store
+
+    with FakeLLMServer([{"text": "never"}]) as server:
+        root = setup_project(project, provider_url=server.base_url)
+        (root / "prompts" / "unknown_tool.prompt").write_text(".functions nosuch\n.user hi\n")
+        r = kep(root, "--prompt", "unknown_tool", "--model", "fake/m")
+        assert server.requests == []
+    assert r.returncode == 2
+    assert "no tool matches 'nosuch'" in r.stderr and "nothing was sent" in r.stderr
+    store = Store.open()
+    try:
+        assert store.list_sessions(root) == []  # no empty record to --continue into
+    finally:
+        store.close()

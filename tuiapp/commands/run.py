@@ -173,6 +173,7 @@ def main(args: argparse.Namespace) -> int:
         provider = make_provider(cfg, model)
     except ModelError as e:
         fail(str(e))
+    created = session_id is None
     if session_id is None:
         session_id = store.create_session(ws.root, model)
     elif model != store.session_info(session_id).model:
@@ -207,6 +208,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         stop = asyncio.run(go())
     except _start.StartFailed as e:
+        if created:  # nothing was sent: leave no empty session behind
+            store.discard_if_empty(session_id)
         fail(str(e), e.code)
     finally:
         store.close()

@@ -31,6 +31,7 @@ from tuiapp.tools.schema import arguments_error
 
 # A call identical to one already made this many times in the same turn is not run again.
 REPEAT_LIMIT = 2
+FAIR_SLICE = 0.005  # seconds a stream may hold the event loop before yielding
 
 Emit = Callable[[Event], None]
 
@@ -119,10 +120,17 @@ class Conversation:
         text: list[str] = []
         calls: list[ToolCall] = []
         stop = "end_turn"
+        loop = asyncio.get_running_loop()
+        slice_end = loop.time() + FAIR_SLICE
         try:
             async for item in stream_with_retries(
                 self.provider, self.history, list(tools.values()), self.system()
             ):
+                if loop.time() > slice_end:
+                    # A fast stream whose data is always buffered never suspends: give the
+                    # rest of the loop (the UI, the keyboard) a turn every FAIR_SLICE.
+                    await asyncio.sleep(0)
+                    slice_end = loop.time() + FAIR_SLICE
                 if isinstance(item, TextDelta):
                     text.append(item.text)
                     self.emit(item)

@@ -16,43 +16,33 @@ import asyncio
 import time
 from itertools import pairwise
 
+from textual import events
 from textual.app import ComposeResult
 from textual.await_complete import AwaitComplete
 from textual.containers import Vertical
-from textual.content import Content
 from textual.message import Message
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Markdown, Static
-from textual.widgets.markdown import MarkdownFence, MarkdownStream
+from textual.widgets.markdown import MarkdownStream
 
 from tuiapp.ui.widgets.chunking import (
     CHUNK_CHARS,
     chunk_cuts,
     estimate_height,
     split_markdown,
+    tail_start,
 )
+from tuiapp.ui.widgets.markdown_blocks import REPLY_BLOCKS
 
-FROZEN_CHARS = 8 * CHUNK_CHARS  # at most this much text in one chunk born frozen
 FEED_SLICE = 2000  # characters per Markdown append
-VISIBLE_CHARS = 4000  # text at the end of a reply that can be on screen while it streams
 APPEND_WAIT = 2.0  # seconds to wait for an append before feeding more anyway
-
-
-class PlainFence(MarkdownFence):
-    """A code block without a language is shown as plain text. Textual would otherwise ask
-    Pygments to guess the language, which loads every lexer (~0.5 s) and runs again each
-    time a streamed code block grows."""
-
-    @classmethod
-    def highlight(cls, code: str, language: str, ansi: bool = False,
-                  dark: bool = False) -> Content:
-        return super().highlight(code, language or "text", ansi, dark)
 
 
 class ReplyMarkdown(Markdown):
     """One chunk of a reply. `text` is its source, kept for freezing and thawing."""
 
-    BLOCKS = {**Markdown.BLOCKS, "fence": PlainFence, "code_block": PlainFence}  # noqa: RUF012
+    BLOCKS = REPLY_BLOCKS
 
     def __init__(self, text: str = "", *, frozen_height: int | None = None) -> None:
         frozen = frozen_height is not None
@@ -61,6 +51,14 @@ class ReplyMarkdown(Markdown):
         self.frozen = frozen  # born frozen: never parsed unless scrolled to
         if frozen_height is not None:
             self.styles.height = frozen_height
+
+    async def _on_mount(self, event: events.Mount) -> None:
+        if self.frozen or not self.text:
+            # Nothing to draw: Markdown's own handler would parse an empty document (in a
+            # worker thread) and announce an empty table of contents, and frozen chunks are
+            # mounted by the dozen.
+            Widget._on_mount(self, event)
+            event.prevent_default()
 
     def append(self, markdown: str) -> AwaitComplete:
         """Markdown.append (what the MarkdownStream calls), telling the reply when done:
@@ -91,11 +89,33 @@ class ReplyMarkdown(Markdown):
             await self.update(self.text)
 
 
+WARM_UP_TEXT = (
+    "# Heading\n\nText with *emphasis*, **strong**, `code` and a [link](https://x).\n\n"
+    "- item\n  - nested\n\n1. first\n\n> quote\n\n```\ncode\n```\n\n"
+    "| a | b |\n|---|---|\n| 1 | 2 |\n\n---\n")
+
+
+class WarmUp(ReplyMarkdown):
+    """A reply chunk with one of each block, mounted hidden once when the app is idle and
+    then removed: the first real reply does not pay for Markdown's first use (the CSS of every
+    block class parsed, their code paths loaded), which would otherwise delay its first
+    words by a few hundred milliseconds."""
+
+    DEFAULT_CSS = "WarmUp { display: none; }"
+
+    def __init__(self) -> None:
+        super().__init__(WARM_UP_TEXT)
+        self.remove_class("reply-chunk")  # not a chunk of any reply
+
+    async def on_mount(self) -> None:
+        self.call_after_refresh(self.remove)
+
+
 class AssistantReply(Vertical):
     """A reply. The first text shows at once; after that the live chunk is fed at most every
-    FLUSH_EVERY seconds, or less often when a flush takes long (the next one waits twice as
-    long as the last took): a model can send hundreds of tokens a second, and drawing each
-    would starve the stream and the keyboard."""
+    FLUSH_EVERY seconds, or less often when a flush takes long (the next one waits three times
+    as long as the last took): a model can send thousands of tokens a second, and drawing at
+    that pace would starve the stream and the keyboard."""
 
     FLUSH_EVERY = 0.1
     MAX_FLUSH_EVERY = 1.0
@@ -140,6 +160,10 @@ class AssistantReply(Vertical):
             self.call_later(self._flush)
 
     @property
+    def flushing(self) -> bool:
+        return self._lock.locked()
+
+    @property
     def live(self) -> ReplyMarkdown | None:
         """The chunk being streamed into (never frozen)."""
         return self._live
@@ -153,20 +177,30 @@ class AssistantReply(Vertical):
             self._started = True
             if self._ready:
                 self.call_later(self._flush)  # the first words show at once
-        elif self._timer is None:
-            delay = min(self.MAX_FLUSH_EVERY, max(self.FLUSH_EVERY, 2 * self._draw_cost))
-            self._timer = self.set_timer(delay, self._flush)
+        elif self._timer is None and not self._lock.locked():
+            self._schedule()  # (a flush in progress schedules the next one when it ends)
+
+    def _schedule(self) -> None:
+        delay = min(self.MAX_FLUSH_EVERY, max(self.FLUSH_EVERY, 3 * self._draw_cost))
+        self._timer = self.set_timer(delay, self._flush)
 
     async def _flush(self) -> None:
         # One flush at a time: sealing awaits, and a timer flush may meet finish()'s.
         async with self._lock:
             started = time.perf_counter()
-            await self._flush_locked()
+            # One frame for the whole flush: each await of a mount would otherwise let the
+            # screen lay out and paint a half-done state (a frame costs a full layout).
+            with self.app.batch_update():
+                await self._flush_locked()
             self._draw_cost = time.perf_counter() - started
+            if self._pending and self._timer is None and not self.done:
+                self._schedule()  # text that came while drawing: after a rest
         self.post_message(self.Flushed())  # the transcript freezes what scrolled away
 
     async def _flush_locked(self) -> None:
-        self._timer = None
+        if self._timer is not None:  # this flush takes what it would have
+            self._timer.stop()
+            self._timer = None
         text = "".join(self._pending)
         self._pending.clear()
         if not text:
@@ -178,34 +212,32 @@ class AssistantReply(Vertical):
         assert self._live is not None and self._stream is not None
         combined = self._live.text + text
         done = len(self._live.text)
-        cuts = chunk_cuts(combined, max(CHUNK_CHARS, done))
-        if not cuts:
-            await self._feed(text)
-            return
-        # Text that came faster than it could be drawn: whatever ends more than VISIBLE_CHARS
-        # before the end would be out of view (and frozen) as soon as drawn, so it starts
-        # frozen instead, its height estimated; it is drawn if ever scrolled to.
-        hidden = len(combined) - VISIBLE_CHARS
-        if cuts[0] <= hidden:
-            await self._seal(combined[done:cuts[0]], hidden=True)
-        else:
-            await self._feed(combined[done:cuts[0]])
-            await self._seal()
         width = self.content_size.width or 80
-        frozen_from = None  # hidden pieces go into few frozen chunks: fewer widgets to lay out
-        for start, end in pairwise(cuts):
-            if end <= hidden:
-                frozen_from = start if frozen_from is None else frozen_from
-                if end - frozen_from < FROZEN_CHARS and end != cuts[-1] and \
-                        cuts[cuts.index(end) + 1] <= hidden:
-                    continue
-                piece, frozen_from = combined[frozen_from:end], None
-                await self.mount(ReplyMarkdown(piece, frozen_height=estimate_height(piece, width)),
-                                 before=self._live)
-            else:
-                await self._feed(combined[start:end])
-                await self._seal()
-        await self._feed(combined[cuts[-1]:])
+        # Only what can be on screen is drawn: text that came faster than it could be drawn
+        # and already ends above the last screenful starts frozen, its height estimated (it
+        # is drawn if ever scrolled to, a chunk at a time).
+        tail = tail_start(combined, width, self._view_height())
+        if tail is not None and tail > done:
+            ends = [c for c in chunk_cuts(combined, max(CHUNK_CHARS, done)) if c < tail]
+            ends.append(tail)
+            await self._seal(combined[done:ends[0]], hidden=True)
+            hidden = [combined[start:end] for start, end in pairwise(ends)]
+            if hidden:
+                await self.mount_all([ReplyMarkdown(piece, frozen_height=estimate_height(
+                    piece, width)) for piece in hidden], before=self._live)
+            combined, done = combined[tail:], 0
+        # The rest is drawn, in chunks of about CHUNK_CHARS.
+        start = done
+        for cut in chunk_cuts(combined, max(CHUNK_CHARS, done)):
+            await self._feed(combined[start:cut])
+            await self._seal()
+            start = cut
+        await self._feed(combined[start:])
+
+    def _view_height(self) -> int:
+        """Lines of the reply that can be on screen at once."""
+        view = self.parent.size.height if isinstance(self.parent, Widget) else 0
+        return view or self.screen.size.height
 
     async def _feed(self, text: str) -> None:
         """Into the live chunk's stream, FEED_SLICE characters at a time, each appended

@@ -73,6 +73,8 @@ def _is_live(chunk: ReplyMarkdown) -> bool:
 
 
 VIRTUALIZE_AFTER = 0.1  # seconds after a scroll, resize or drawn text
+PREFETCH_AFTER = 1.0  # seconds of stillness before chunks near the view are drawn
+WARM_UP_AFTER = 0.5  # seconds after start: the first frame and the tool listing come first
 
 
 class Transcript(VerticalScroll):
@@ -84,10 +86,16 @@ class Transcript(VerticalScroll):
         self._reply: AssistantReply | None = None
         self._blocks: dict[str, ToolCallBlock] = {}
         self._virtualize_timer: Timer | None = None
+        self._prefetch_timer: Timer | None = None
         self._drawing: list[AssistantReply] = []  # replies not yet mounted and drawn
 
     def on_mount(self) -> None:
         self.anchor()
+        self.set_timer(WARM_UP_AFTER, self._warm_up)
+
+    def _warm_up(self) -> None:
+        if self._reply is None:  # a reply already streaming has paid the cost
+            self.mount(_reply().WarmUp())
 
     # ---- keeping the layout small: freeze what is far out of view ----------------------
 
@@ -106,11 +114,22 @@ class Transcript(VerticalScroll):
             # After the pending layout: regions must be those of what is on screen now.
             self._virtualize_timer = self.set_timer(
                 VIRTUALIZE_AFTER, lambda: self.call_after_refresh(self._virtualize))
+        if self._prefetch_timer is not None:  # still moving: prefetch when it settles
+            self._prefetch_timer.reset()
 
-    async def _virtualize(self) -> None:
-        """Freeze reply chunks more than a screen away from the view; thaw the ones near it.
-        A frozen chunk keeps its height, so scrolling and the scrollbar are unchanged."""
+    async def _virtualize(self, prefetch: bool = False) -> None:
+        """Thaw the frozen reply chunks in view; freeze the ones more than a screen away.
+        Chunks near the view (within a screen) are thawed too, but only once the transcript
+        has been still for PREFETCH_AFTER: thawing costs layout time that a stream, a scroll
+        or the keyboard should not wait for. A frozen chunk keeps its height, so scrolling
+        and the scrollbar are unchanged."""
         self._virtualize_timer = None
+        if prefetch:
+            self._prefetch_timer = None
+        if any(reply.flushing for reply in self.query(_reply().AssistantReply)):
+            # Mid-flush the layout is held back (one frame per flush): regions are stale.
+            self.schedule_virtualize()
+            return
         view = self.region
         if not view.height:
             return
@@ -125,9 +144,14 @@ class Transcript(VerticalScroll):
                     self.schedule_virtualize()  # not laid out yet: look again later
                 continue
             near = region.bottom >= top and region.y <= bottom
-            settling = following and not getattr(chunk.parent, "done", True)
-            if chunk.frozen and near and not settling:
-                await chunk.thaw()
+            if chunk.frozen and near:
+                if following and not getattr(chunk.parent, "done", True):
+                    continue  # settling
+                if prefetch or (region.bottom > view.y and region.y < view.bottom):
+                    await chunk.thaw()
+                elif self._prefetch_timer is None:
+                    self._prefetch_timer = self.set_timer(
+                        PREFETCH_AFTER, lambda: self.call_after_refresh(self._virtualize, True))
             elif not chunk.frozen and not near and not _is_live(chunk):
                 await chunk.freeze()
 
