@@ -6,9 +6,9 @@ The loopback fake server (tests/fakes/llm_server.py, run as its own process like
 streams N tokens of markdown (headings, paragraphs, lists, code fences; one token per delta) as
 fast as it can. For each N, in the same run:
   - the bare SDK consumes the stream: time from the first to the last text delta;
-  - kep's app (make_app, App.run_test, 120x40; the prompt is sent a second after start, as
-    a person would) shows it: time from the first text reaching the UI to the reply fully
-    shown (turn ended, every reply drawn, and the UI idle);
+  - kep's app (make_app, App.run_test, 120x40, recording the session as `kep` does; the
+    prompt is sent a second after start, as a person would) shows it: time from the first
+    text reaching the UI to the reply fully shown (turn ended, reply drawn, UI idle);
   - while the app streams, a key is typed into the prompt every 100 ms, as the terminal driver
     would send it; latency = key sent → the prompt's Changed message handled.
 Targets: app/SDK <= 2.0; app 40k/20k <= 2.3 (linear); keypress p95 <= 50 ms.
@@ -103,6 +103,7 @@ async def app_consume(project: Path) -> tuple[float, list[float], int]:
 
     from tuiapp import config
     from tuiapp.core.events import TurnEnded
+    from tuiapp.core.store import Store
     from tuiapp.ui.app import make_app
     from tuiapp.ui.messages import CoreEvent, ReplyText
     from tuiapp.ui.widgets.prompt_input import PromptInput
@@ -110,7 +111,8 @@ async def app_consume(project: Path) -> tuple[float, list[float], int]:
     from tuiapp.workspace import Workspace
 
     ws = Workspace(config.load(project))
-    app = make_app(ws, model="fake/bench")
+    store = Store.open()  # as `kep` runs: the session is recorded while it streams
+    app = make_app(ws, model="fake/bench", store=store)
     marks: dict[str, float] = {}
     pending: dict[str, float] = {}
     latencies: list[float] = []
@@ -159,6 +161,7 @@ async def app_consume(project: Path) -> tuple[float, list[float], int]:
         await pilot.pause()  # and is laid out and drawn
         shown = time.perf_counter() - marks["first"]
         reply = sum(len(m.content) for m in app.chat.history if m.role == "assistant")
+    store.close()
     return shown, latencies, reply
 
 

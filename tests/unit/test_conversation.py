@@ -247,3 +247,34 @@ async def test_a_stream_that_never_suspends_still_lets_the_rest_of_the_loop_run(
     assert took > 0.3  # the stream itself held the CPU for a while
     gaps = [b - a for a, b in zip([begin, *during], [*during, begin + took], strict=True)]
     assert max(gaps) < 0.1, f"the loop was held for {max(gaps) * 1000:.0f} ms"
+
+
+async def test_fast_deltas_are_emitted_together_and_slow_ones_without_delay() -> None:
+    # A fast stream: every sink (the session's commit, the terminal, the UI) gets a few
+    # events, not one per token; the text and its order are unchanged.
+    rec = Recorder()
+    words = [f"w{i} " for i in range(3000)]
+    await conv(Scripted([*(TextDelta(w) for w in words), StreamEnd("end_turn")]), rec).turn("go")
+    deltas = rec.of(TextDelta)
+    assert "".join(d.text for d in deltas) == "".join(words)
+    assert len(deltas) < 100
+    kinds = [type(e).__name__ for e in rec.events]
+    assert kinds.index("MessageAdded", kinds.index("TextDelta")) > max(
+        i for i, k in enumerate(kinds) if k == "TextDelta")  # all text before the message
+
+    # A slow stream: each piece is out long before the next arrives.
+    seen_at: list[float] = []
+
+    class Slow(Scripted):
+        async def stream(self, messages: Sequence[Message], tools: Sequence[ToolSpec],
+                         system: str | None) -> AsyncIterator[StreamItem]:
+            for word in ("one ", "two "):
+                yield TextDelta(word)
+                await asyncio.sleep(0.3)
+                seen_at.append(len(slow_rec.of(TextDelta)))
+            yield StreamEnd("end_turn")
+
+    slow_rec = Recorder()
+    await conv(Slow(), slow_rec).turn("go")
+    assert seen_at == [1, 2]
+    assert [d.text for d in slow_rec.of(TextDelta)] == ["one ", "two "]

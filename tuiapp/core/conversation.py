@@ -32,6 +32,7 @@ from tuiapp.tools.schema import arguments_error
 # A call identical to one already made this many times in the same turn is not run again.
 REPEAT_LIMIT = 2
 FAIR_SLICE = 0.005  # seconds a stream may hold the event loop before yielding
+TEXT_BATCH = 0.02  # seconds of text deltas emitted as one event
 
 Emit = Callable[[Event], None]
 
@@ -76,7 +77,31 @@ class Conversation:
     usage: Usage = field(default_factory=Usage)
     allow_only: Callable[[str], bool] | None = None  # `.functions` allow-list of a prompt
 
+    def __post_init__(self) -> None:
+        self._text: list[str] = []  # deltas not yet emitted (see _text_delta)
+        self._text_timer: asyncio.TimerHandle | None = None
+
+    def _text_delta(self, text: str) -> None:
+        """Deltas that arrive within TEXT_BATCH of each other are emitted as one: a fast
+        model sends thousands a second, and every sink (the session record's commit, the
+        terminal, the UI) pays per event. A slow stream's text still goes out within
+        TEXT_BATCH, and always before the next other event."""
+        self._text.append(text)
+        if self._text_timer is None:
+            self._text_timer = asyncio.get_running_loop().call_later(TEXT_BATCH,
+                                                                     self._flush_text)
+
+    def _flush_text(self) -> None:
+        if self._text_timer is not None:
+            self._text_timer.cancel()
+            self._text_timer = None
+        if self._text:
+            text = "".join(self._text)
+            self._text.clear()
+            self.emit(TextDelta(text))
+
     def _add(self, message: Message) -> None:
+        self._flush_text()
         self.history.append(message)
         self.emit(MessageAdded(message))
 
@@ -133,7 +158,7 @@ class Conversation:
                     slice_end = loop.time() + FAIR_SLICE
                 if isinstance(item, TextDelta):
                     text.append(item.text)
-                    self.emit(item)
+                    self._text_delta(item.text)
                 elif isinstance(item, ToolCall):
                     calls.append(item)
                 elif isinstance(item, Usage):
@@ -141,8 +166,10 @@ class Conversation:
                         self.usage.input_tokens + item.input_tokens,
                         self.usage.output_tokens + item.output_tokens,
                     )
+                    self._flush_text()
                     self.emit(self.usage)
                 elif isinstance(item, Retrying):
+                    self._flush_text()
                     self.emit(item)
                 elif isinstance(item, StreamEnd):
                     stop = item.stop_reason
