@@ -1,0 +1,219 @@
+"""Where a tool call's output goes: a capped copy for the model, a spool file, batched events.
+
+Output is streamed as it arrives, batched so a flood stays a few hundred events (a batch every
+50 ms or 64 KiB; a partial line waits at most one extra batch for its newline). The pieces of
+one stream concatenate to the stream; a piece may end mid-line. The full stream goes to the
+spool file (stderr lines marked "[stderr] "); the model gets at most `cap` bytes with a note
+saying what was cut. Memory stays bounded whatever the tool prints.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from tuiapp.tools.proc import TailBuffer
+
+Output = Callable[[str, str], None]  # (stream, text)
+
+FLUSH_INTERVAL = 0.05
+FLUSH_BYTES = 64 << 10
+STDERR_KEEP = 8 << 10  # stderr tail kept for the model
+STDERR_MARK = "[stderr] "
+
+
+class Capture:
+    """First and last bytes of a stream, at most `cap` in all, plus the total size."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.head = bytearray()
+        self.head_cap = cap - cap // 4
+        self.tail = TailBuffer(cap // 4)
+        self.total = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail.add(data)
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self.cap
+
+    def text(self, note_where: str) -> str:
+        if not self.truncated:
+            return (bytes(self.head) + self.tail.value()).decode("utf-8", errors="replace")
+        omitted = self.total - len(self.head) - len(self.tail.value())
+        note = (
+            f"\n[… output truncated: {omitted} bytes omitted of {self.total}, over the "
+            f"{self.cap}-byte limit{note_where} …]\n"
+        )
+        return (
+            self.head.decode("utf-8", errors="replace")
+            + note
+            + self.tail.value().decode("utf-8", errors="replace")
+        )
+
+
+class Batcher:
+    """Coalesces output into few events, keeping lines whole when it can."""
+
+    def __init__(self, out: Output) -> None:
+        self.out = out
+        self.segs: list[list[str]] = []  # [stream, text], in arrival order
+        self.size = 0
+        self.held: set[str] = set()  # streams whose partial line was held at the last flush
+        self.last = time.monotonic()
+
+    def add(self, stream: str, text: str) -> None:
+        if not text:
+            return
+        if self.segs and self.segs[-1][0] == stream:
+            self.segs[-1][1] += text
+        else:
+            self.segs.append([stream, text])
+        self.size += len(text)
+        if self.size >= FLUSH_BYTES or time.monotonic() - self.last >= FLUSH_INTERVAL:
+            self.flush()
+
+    def due_in(self) -> float | None:
+        if not self.segs:
+            return None
+        return max(0.0, self.last + FLUSH_INTERVAL - time.monotonic())
+
+    def flush(self, final: bool = False) -> None:
+        segs, self.segs, self.size = self.segs, [], 0
+        self.last = time.monotonic()
+        keep: list[list[str]] = []
+        held: set[str] = set()
+        if not final:
+            last_of = {seg[0]: i for i, seg in enumerate(segs)}
+            for stream, i in last_of.items():
+                text = segs[i][1]
+                cut = text.rfind("\n") + 1
+                tail = text[cut:]
+                if tail and stream not in self.held and len(tail) < FLUSH_BYTES:
+                    segs[i][1] = text[:cut]
+                    keep.append([stream, tail])
+                    held.add(stream)
+        self.held = held
+        for stream, text in segs:
+            if text:
+                self.out(stream, text)
+        self.segs = keep
+        self.size = sum(len(t) for _, t in keep)
+
+
+class Spool:
+    """The whole interleaved stream on disk. A failing disk only loses the spool."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.f: TextIO | None = None
+        self.last_stream = ""
+        self.at_bol = True
+        self.broken = False
+
+    def write(self, stream: str, text: str) -> None:
+        if not text or self.broken:
+            return
+        try:
+            if self.f is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.f = self.path.open("w", encoding="utf-8", errors="replace")
+            if stream != self.last_stream and not self.at_bol:
+                self.f.write("\n")
+                self.at_bol = True
+            self.last_stream = stream
+            if stream == "stderr":
+                body = text.replace("\n", "\n" + STDERR_MARK)
+                if self.at_bol:
+                    body = STDERR_MARK + body
+                if text.endswith("\n"):
+                    body = body[: -len(STDERR_MARK)]
+                text = body
+            self.f.write(text)
+            self.at_bol = text.endswith("\n")
+        except OSError:
+            self.broken = True
+
+    def close(self, footer: str) -> None:
+        self.write("kep", ("" if self.at_bol else "\n") + footer + "\n")
+        if self.f is not None:
+            with contextlib.suppress(OSError):
+                self.f.close()
+
+
+class Sink:
+    """Where a call's bytes go: the model's capture, the spool and the events."""
+
+    def __init__(self, cap: int, spool: Spool, batcher: Batcher) -> None:
+        self.stdout = Capture(cap)
+        self.stderr = TailBuffer(STDERR_KEEP)
+        self.spool = spool
+        self.batcher = batcher
+        self.decoders = {
+            name: codecs.getincrementaldecoder("utf-8")(errors="replace")
+            for name in ("stdout", "stderr")
+        }
+
+    def add_bytes(self, stream: str, data: bytes) -> None:
+        (self.stdout if stream == "stdout" else self.stderr).add(data)
+        self._text(stream, self.decoders[stream].decode(data))
+
+    def add_text(self, stream: str, text: str) -> None:
+        """For direct (in-process) formats, whose output is already text."""
+        data = text.encode("utf-8", errors="replace")
+        (self.stdout if stream == "stdout" else self.stderr).add(data)
+        self._text(stream, text)
+
+    def _text(self, stream: str, text: str) -> None:
+        self.spool.write(stream, text)
+        self.batcher.add(stream, text)
+
+    def close(self) -> None:
+        for stream, dec in self.decoders.items():
+            self._text(stream, dec.decode(b"", final=True))
+        self.batcher.flush(final=True)
+
+
+def full_output_note(spool_path: Path) -> str:
+    """Appended to a truncation note, so the model knows where the rest is."""
+    return f"; full output: {spool_path}"
+
+
+def cap_text(text: str, cap: int, spool_path: Path) -> str:
+    """The model's share of an already whole text (e.g. a huge $LLM_OUTPUT): head, note, tail."""
+    data = text.encode("utf-8", errors="replace")
+    head, tail = data[: cap - cap // 4], data[-(cap // 4) :] if cap >= 4 else b""
+    omitted = len(data) - len(head) - len(tail)
+    what = f"{omitted} bytes omitted of {len(data)}{full_output_note(spool_path)}"
+    return (
+        head.decode("utf-8", errors="replace")
+        + f"\n[… output truncated: {what} …]\n"
+        + tail.decode("utf-8", errors="replace")
+    )
+
+
+def read_capped(path: Path, cap: int) -> str | None:
+    """$LLM_OUTPUT's text, never reading more than a bit over the cap into memory."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(cap + 4096)
+            more = f.read(1)
+    except OSError:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    if more:
+        size = path.stat().st_size
+        text += f"\n[… output truncated: the result file is {size} bytes …]"
+    return text

@@ -1,0 +1,168 @@
+"""Run one tool call as a subprocess: its environment, $LLM_OUTPUT, streaming, timeout, cancel.
+
+Invocation.output_file (llm-functions' $LLM_OUTPUT): an absolute path is used as given; any
+other value (e.g. Path("LLM_OUTPUT")) asks for a fresh temp file beside the spool, removed after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+from tuiapp.config import Config
+from tuiapp.core.events import ToolStatus
+from tuiapp.tools.call_output import STDERR_KEEP, Sink, full_output_note, read_capped
+from tuiapp.tools.formats.base import ToolFormat
+from tuiapp.tools.in_flight import InFlight
+from tuiapp.tools.model import ToolSpec
+from tuiapp.tools.proc import STDERR, STREAM_NAMES, Proc, drain, spawn_error
+
+
+def call_env(
+    config: Config, spec: ToolSpec, added: dict[str, str], extra: dict[str, str]
+) -> dict[str, str]:
+    """The child's environment: kep's own, `added` (the runner's), the format's `extra`."""
+    env = {**os.environ, **added}
+    env["LLM_ROOT_DIR"] = str(config.project_root)
+    env["LLM_TOOL_NAME"] = spec.name
+    env.setdefault("PYTHONUNBUFFERED", "1")  # Python tools stream line by line too
+    env.pop("LLM_TOOL_CACHE_DIR", None)
+    env.update(extra)
+    # Set, never created here: a tool that wants a cache makes it (as in llm-functions).
+    env.setdefault("LLM_TOOL_CACHE_DIR", os.path.join(env["LLM_ROOT_DIR"], "cache", spec.name))
+    if config.tools.allow_outside_root:
+        env["KEP_ALLOW_OUTSIDE_ROOT"] = "1"
+    else:
+        env.pop("KEP_ALLOW_OUTSIDE_ROOT", None)
+    return env
+
+
+async def run_process(
+    fmt: ToolFormat, flight: InFlight, *, config: Config, added_env: dict[str, str]
+) -> tuple[ToolStatus, int | None, str]:
+    """(status, exit code, text for the model); the output itself goes to the flight's sink."""
+    spec, sink, timeout, spool_path = flight.spec, flight.sink, flight.timeout, flight.spool_path
+    try:
+        inv = fmt.invocation(spec, flight.call.arguments, flight.ctx)
+    except Exception as e:
+        return "failed", None, f"Error: cannot run {spec.name}: {e}"
+    env = call_env(config, spec, added_env, inv.env)
+    out_file: Path | None = None
+    own_out_file = False
+    if inv.output_file is not None:
+        out_file = inv.output_file
+        if not out_file.is_absolute():
+            out_file, own_out_file = spool_path.with_suffix(".llm_output"), True
+        try:
+            out_file.parent.mkdir(parents=True, exist_ok=True)
+            out_file.write_bytes(b"")
+        except OSError as e:
+            return (
+                "failed",
+                None,
+                f"Error: cannot create $LLM_OUTPUT file {out_file}: {e.strerror}",
+            )
+        env["LLM_OUTPUT"] = str(out_file)
+    try:
+        try:
+            proc = await Proc.spawn(
+                inv.argv, cwd=inv.cwd or config.project_root, env=env, stdin=inv.stdin
+            )
+        except OSError as e:
+            return (
+                "failed",
+                None,
+                f"Error: could not start {spec.name}: {spawn_error(Path(inv.argv[0]), e)}",
+            )
+        flight.proc = proc
+        if flight.cancelled:
+            flight.killers.append(asyncio.ensure_future(proc.kill_group()))
+        timed_out = False
+        try:
+            try:
+                async with asyncio.timeout(timeout):
+                    await _pump(proc, sink)
+                    code: int | None = await proc.wait()
+            except TimeoutError:
+                timed_out = True
+                await proc.kill_group()
+                for fd, data in await drain(proc):
+                    sink.add_bytes(STREAM_NAMES[fd], data)
+                code = None
+        except asyncio.CancelledError:
+            proc.signal_group(signal.SIGTERM)
+            with contextlib.suppress(Exception):
+                await asyncio.shield(proc.kill_group(grace=0.2))
+            raise
+        finally:
+            proc.close()
+        file_text = read_capped(out_file, config.tools.output_cap) if out_file else None
+    finally:
+        if own_out_file and out_file is not None:
+            with contextlib.suppress(OSError):
+                out_file.unlink()
+    partial = sink.stdout.text(full_output_note(spool_path))
+    elapsed = f"{timeout:g} s"
+    if timed_out:
+        return (
+            "timed_out",
+            None,
+            _with_output(
+                f"Error: {spec.name} timed out after {elapsed} and was stopped "
+                "(its whole process group was killed).",
+                partial,
+                "Output before the timeout",
+            ),
+        )
+    if flight.cancelled:
+        return (
+            "cancelled",
+            None,
+            _with_output(
+                f"{spec.name} was cancelled by the user before it finished.",
+                partial,
+                "Output before it was cancelled",
+            ),
+        )
+    assert code is not None
+    stderr = sink.stderr.value().decode("utf-8", errors="replace").strip()
+    if code == 0:
+        text = fmt.result_text(spec, partial, file_text).rstrip("\n")
+        return "ok", 0, text if text.strip() else "(no output)"
+    how = f"was killed by signal {-code}" if code < 0 else f"failed with exit code {code}"
+    msg = f"Error: {spec.name} {how}."
+    if stderr:
+        msg += (
+            "\nstderr"
+            + (" (last part)" if sink.stderr.total > STDERR_KEEP else "")
+            + ":\n"
+            + stderr
+        )
+    return "failed", code, _with_output(msg, partial, "stdout")
+
+
+async def _pump(proc: Proc, sink: Sink) -> None:
+    """Feed the child's output to the sink until EOF, flushing batches on time while idle."""
+    while True:
+        delay = sink.batcher.due_in()
+        if delay is None:
+            item = await proc.read()
+        else:
+            try:
+                item = await asyncio.wait_for(proc.read(), delay)
+            except TimeoutError:
+                sink.batcher.flush()
+                continue
+        if item is None:
+            return
+        fd, data = item
+        sink.add_bytes("stderr" if fd == STDERR else "stdout", data)
+
+
+def _with_output(msg: str, output: str, label: str) -> str:
+    """The message, then what the tool printed before it ended, when it printed anything."""
+    output = output.strip("\n")
+    return f"{msg}\n{label}:\n{output}" if output.strip() else msg
