@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import tomli_w
-
 from tuiapp import paths
+from tuiapp.records import FrozenRecord
 
 Api = Literal["responses", "chat", "anthropic", "offline"]
 Action = Literal["allow", "ask", "deny"]
 SECRET_KEY = re.compile(r"key|token|secret|password|authorization|cookie", re.I)
+# The settings classes below are @dataclass(frozen=True, eq=False, repr=False) on FrozenRecord:
+# same equality, hash and repr as plain frozen dataclasses, cheaper to import (startup path).
 
 
 class ConfigError(Exception):
@@ -30,8 +31,8 @@ class ConfigError(Exception):
         super().__init__(f"{file}: {key}: {message}" if key else f"{file}: {message}")
 
 
-@dataclass(frozen=True)
-class ProviderConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class ProviderConfig(FrozenRecord):
     name: str
     api: Api
     base_url: str | None = None
@@ -60,8 +61,8 @@ BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
 }
 
 
-@dataclass(frozen=True)
-class Rule:
+@dataclass(frozen=True, eq=False, repr=False)
+class Rule(FrozenRecord):
     tool: str  # regex, full match against the tool name
     action: Action
     args: str | None = None  # regex, searched in the canonical JSON of the arguments
@@ -72,20 +73,20 @@ class Rule:
         return f"{self.origin}: tool ~ /{self.tool}/{a} → {self.action}"
 
 
-@dataclass(frozen=True)
-class ApprovalConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class ApprovalConfig(FrozenRecord):
     default: Action = "ask"
     rules: tuple[Rule, ...] = ()
 
 
-@dataclass(frozen=True)
-class SourceConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class SourceConfig(FrozenRecord):
     format: str
     path: str
 
 
-@dataclass(frozen=True)
-class ToolsConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class ToolsConfig(FrozenRecord):
     timeout: float = 30.0
     list_timeout: float = 10.0
     timeouts: dict[str, float] = field(default_factory=dict)
@@ -105,8 +106,8 @@ class ToolsConfig:
         return self.timeouts.get(name, self.timeout)
 
 
-@dataclass(frozen=True)
-class McpServerConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class McpServerConfig(FrozenRecord):
     name: str
     command: str | None = None
     args: tuple[str, ...] = ()
@@ -117,8 +118,8 @@ class McpServerConfig:
     startup_timeout: float = 30.0
 
 
-@dataclass(frozen=True)
-class Config:
+@dataclass(frozen=True, eq=False, repr=False)
+class Config(FrozenRecord):
     model: str | None = None
     theme: str = "dark"
     max_steps: int = 25
@@ -384,6 +385,8 @@ def load(project_root: Path | None = None, user_file: Path | None = None) -> Con
 
 
 def write_toml_atomic(path: Path, data: Mapping[str, Any]) -> None:
+    import tomli_w  # only writers need it (not on the way to the first frame)
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

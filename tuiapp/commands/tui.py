@@ -9,16 +9,35 @@ is imported in the background once the app is on screen.
 from __future__ import annotations
 
 import argparse
+import gc
+from typing import TYPE_CHECKING
 
-from tuiapp.commands._common import fail, load_config
-from tuiapp.commands._start import plan_from_args
-from tuiapp.core.messages import Message
-from tuiapp.core.store import Store, StoreError, UnknownSession
-from tuiapp.providers import ModelError, resolve_model
-from tuiapp.workspace import Workspace
+if TYPE_CHECKING:
+    from tuiapp.core.messages import Message
+    from tuiapp.core.store import Store
+    from tuiapp.workspace import Workspace
 
 
 def main(args: argparse.Namespace) -> int:
+    # Starting up creates only objects that live as long as the app (modules, styles, widgets):
+    # a collection frees nothing, and the full one it reaches costs ~20 ms before the first
+    # frame. So kep's modules are imported in _run, with collection off; the app freezes what
+    # startup built and turns collection back on once it is on screen.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(args, resume_gc=collecting)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _run(args: argparse.Namespace, *, resume_gc: bool) -> int:
+    from tuiapp.commands._common import fail, load_config
+    from tuiapp.core.store import Store, StoreError, UnknownSession
+    from tuiapp.providers import ModelError, resolve_model
+    from tuiapp.workspace import Workspace
+
     cfg = load_config(args)
     ws = Workspace(cfg)
     try:
@@ -39,8 +58,12 @@ def main(args: argparse.Namespace) -> int:
 
         app = make_app(ws, model=model, store=store, session_id=session_id, history=history,
                        first_run=first_run, watch=True)
+        app.resume_gc = resume_gc
         # --prompt / --agent: read now (a bad name or file exits 2), started once on screen.
-        app.pending_start = plan_from_args(ws, args, activate=False)
+        if any(getattr(args, name, None) for name in ("prompt", "agent", "set_vars")):
+            from tuiapp.commands._start import plan_from_args
+
+            app.pending_start = plan_from_args(ws, args, activate=False)
         app.run()
         return app.return_code or 0
     except UnknownSession as e:
@@ -52,6 +75,8 @@ def main(args: argparse.Namespace) -> int:
 def _resume(args: argparse.Namespace, store: Store, ws: Workspace
             ) -> tuple[str | None, list[Message], str | None]:
     """--continue / --session ID → (session id, its history, its model unless --model)."""
+    from tuiapp.commands._common import fail
+
     if not (args.continue_ or args.session):
         return None, [], args.model
     if args.continue_:

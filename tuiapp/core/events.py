@@ -11,13 +11,19 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tuiapp.core.messages import Message, ToolCall
+from tuiapp.records import FrozenRecord
 
 ToolStatus = Literal["ok", "failed", "cancelled", "timed_out", "denied"]
 Decision = Literal["allow", "ask", "deny"]
 
 
-@dataclass(frozen=True)
-class Event:
+# Every event is @dataclass(frozen=True, eq=False, repr=False): FrozenRecord gives the same
+# __eq__, __hash__ and __repr__ without dataclass compiling them per class at import (this
+# module is on the way to the TUI's first frame).
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Event(FrozenRecord):
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"type": type(self).__name__}
         for f in dataclasses.fields(self):
@@ -37,17 +43,17 @@ class Event:
 
 # ---- turn and model output -------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class TurnStarted(Event):
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class TextDelta(Event):
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class MessageAdded(Event):
     """A message appended to the history (user, assistant, tool result). The session store
     persists exactly these, so a resumed session is the history the model saw."""
@@ -55,20 +61,20 @@ class MessageAdded(Event):
     message: Message
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Usage(Event):
     input_tokens: int = 0
     output_tokens: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Retrying(Event):
     attempt: int
     delay: float
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class ProviderError(Event):
     """The provider failed. `partial` is True when some of the reply had already arrived
     (it is kept in history, marked interrupted, and the user can retry)."""
@@ -77,19 +83,19 @@ class ProviderError(Event):
     partial: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class TurnEnded(Event):
     stop_reason: str  # "end_turn" | "max_steps" | "interrupted" | "error" | "tool_use" …
     steps: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Notice(Event):
     text: str
     level: Literal["info", "warning", "error"] = "info"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class PromptOutput(Event):
     """Text a `.prompt` file prints with `.print` (its output channel: stdout in `kep run`)."""
 
@@ -98,14 +104,14 @@ class PromptOutput(Event):
 
 # ---- tool calls ------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class ToolCallRequested(Event):
     call: ToolCall
     source: str = ""  # where the tool comes from (file path, mcp server)
     format: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class ToolCallDecided(Event):
     """What the policy (and, for `ask`, the user) decided."""
 
@@ -117,21 +123,21 @@ class ToolCallDecided(Event):
     edited_arguments: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class ToolCallStarted(Event):
     call_id: str
     name: str
     spool_path: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class ToolOutput(Event):
     call_id: str
     stream: Literal["stdout", "stderr"]
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class ToolFinished(Event):
     call_id: str
     name: str
@@ -145,7 +151,7 @@ class ToolFinished(Event):
 
 # ---- registry --------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class RegistryChanged(Event):
     added: tuple[str, ...] = ()
     changed: tuple[str, ...] = ()

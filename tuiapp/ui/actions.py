@@ -16,13 +16,9 @@ from textual.command import SimpleCommand
 from tuiapp import config, paths
 from tuiapp.providers import ModelError, resolve_model
 from tuiapp.ui import commands
-from tuiapp.ui.chat import ChatSession
 from tuiapp.ui.themes import save_theme_choice
-from tuiapp.ui.widgets.approval import ApprovalPanel
-from tuiapp.ui.widgets.functions_panel import FunctionsPanel
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
-from tuiapp.ui.widgets.tool_panes import ToolPanes
 from tuiapp.ui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
@@ -35,13 +31,16 @@ if TYPE_CHECKING:
     from tuiapp.mcp.connection import ServerState
     from tuiapp.providers.base import Provider
     from tuiapp.ui.bridge import ApprovalBroker
+    from tuiapp.ui.chat import ChatSession
+    from tuiapp.ui.widgets.approval import ApprovalPanel
+    from tuiapp.ui.widgets.functions_panel import FunctionsPanel
+    from tuiapp.ui.widgets.tool_panes import ToolPanes
     from tuiapp.workspace import Workspace
 
 
 class SessionActions(App[int]):
     ws: Workspace
     store: Store | None
-    chat: ChatSession
     broker: ApprovalBroker
     approval: ApprovalPanel
     panes: ToolPanes
@@ -52,9 +51,28 @@ class SessionActions(App[int]):
         def _sink(self, event: Event) -> None: ...
         def show_tools(self) -> None: ...
 
+    # The chat on screen, built on first use (normally right after the first frame: ui.chat
+    # brings the prompt and agent machinery, which the first frame does not need) from what
+    # the app was started with: (model, session id, history, provider).
+    _chat: ChatSession | None = None
+    _first_chat: tuple[str, str | None, Sequence[Message], Provider | None] = (
+        "offline", None, (), None)
+
+    @property
+    def chat(self) -> ChatSession:
+        if self._chat is None:
+            self._chat = self.new_chat(*self._first_chat)
+        return self._chat
+
+    @chat.setter
+    def chat(self, chat: ChatSession) -> None:
+        self._chat = chat
+
     def new_chat(self, model: str, session_id: str | None = None,
                  history: Sequence[Message] = (), provider: Provider | None = None
                  ) -> ChatSession:
+        from tuiapp.ui.chat import ChatSession
+
         self.broker.reset()
         return ChatSession(self.ws, model=model, sink=self._sink, approver=self.broker,
                            store=self.store, session_id=session_id, history=history,
@@ -79,6 +97,8 @@ class SessionActions(App[int]):
             await transcript.show_history(self.chat.history)
 
     async def _switch_chat(self, session_id: str | None, history: Sequence[Message]) -> None:
+        from tuiapp.ui.widgets.tool_panes import ToolPanes
+
         self.chat = self.new_chat(self.chat.model, session_id, history, self.chat.provider)
         self.approval.drop_closed()
         await self.query_one(Transcript).clear()
@@ -86,7 +106,8 @@ class SessionActions(App[int]):
         old = self.panes
         self.panes = ToolPanes(self.ws.config.pane_lines, id="panes",
                                classes=" ".join(old.classes))
-        await old.remove()
+        if old.parent is not None:
+            await old.remove()
         await self.query_one("#body").mount(self.panes)
         footer = self.query_one(StatusFooter)
         footer.session_id, footer.tokens, footer.state = session_id, (0, 0), "idle"
@@ -236,7 +257,8 @@ class SessionActions(App[int]):
     async def stop_background(self) -> None:
         """On exit, while the loop still runs: cancel and await the workers, so tool listers
         and running tools are killed and reaped, then close the provider and MCP servers."""
-        self.chat.cancel_tools()
+        if self._chat is not None:  # (never built: nothing ran)
+            self._chat.cancel_tools()
         pending = [w for w in self.workers if not w.is_finished]
         for worker in pending:
             worker.cancel()
@@ -248,7 +270,8 @@ class SessionActions(App[int]):
                     w.exception()  # cancelled workers raise here; that is expected
                 else:
                     w.cancel()
-        await self.chat.close()
+        if self._chat is not None:
+            await self._chat.close()
         await self.ws.aclose()
 
 

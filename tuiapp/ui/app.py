@@ -7,15 +7,16 @@ Layout: [functions panel] | transcript, approval panel, prompt | [tool panes]; s
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Iterable, Sequence
+from functools import cached_property
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.lazy import Lazy
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -36,14 +37,25 @@ from tuiapp.ui.actions import SessionActions
 from tuiapp.ui.bridge import ApprovalBroker, EventBridge
 from tuiapp.ui.messages import ApprovalRequested, CoreEvent, ReplyText
 from tuiapp.ui.prompt_commands import SessionStarts
-from tuiapp.ui.themes import register_themes
-from tuiapp.ui.widgets.approval import ApprovalPanel
-from tuiapp.ui.widgets.functions_panel import FunctionsPanel
+from tuiapp.ui.themes import register_themes, set_startup_theme
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
-from tuiapp.ui.widgets.tool_panes import ToolPanes
 from tuiapp.ui.widgets.transcript import Transcript
 from tuiapp.workspace import Workspace
+
+if TYPE_CHECKING:
+    from tuiapp.ui.widgets.approval import ApprovalPanel
+    from tuiapp.ui.widgets.functions_panel import FunctionsPanel
+    from tuiapp.ui.widgets.tool_panes import ToolPanes
+
+
+class ChatScreen(Screen[None]):
+    # Focus starts in the prompt. Textual's default ("*") would focus the transcript first and
+    # then move: two restyles of the whole transcript before the first frame.
+    AUTO_FOCUS = "#prompt"
+
+
+LATER_CSS = Path(__file__).with_name("later.tcss")
 
 
 class KepApp(SessionStarts, SessionActions, App[int]):
@@ -67,52 +79,116 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         self.first_run = first_run
         self.broker = ApprovalBroker(self.post_message)
         self._bridge = EventBridge(self.post_message)
-        self.chat = self.new_chat(model, session_id, history, provider)
-        self.tools_ready = asyncio.Event()  # set after the first registry refresh
+        self._first_chat = (model, session_id, tuple(history), provider)  # self.chat: built later
+        self.tools_ready = asyncio.Event()  # set after the first registry refresh, panels in
         self.theme_errors = register_themes(self)
+        self._themes_registered = True
         if ws.config.theme in self.available_themes:
-            self.theme = ws.config.theme
+            set_startup_theme(self, ws.config.theme)
         else:
             self.theme_errors.append(f"theme {ws.config.theme!r} not found; using the default")
+            self.stylesheet.set_variables(self.get_css_variables())
         self._panes_hidden_by_user = False
+        # Set by `kep` (commands/tui.py), which starts with the garbage collector off.
+        self.resume_gc = False
+        self._later_css = False
+        self._finishing = False  # _finish_startup is scheduled
+
+    def get_css_variables(self) -> dict[str, str]:
+        # App.__init__ asks for the default theme's variables before kep's themes are
+        # registered; __init__ sets the chosen theme's right after, so that first set (a
+        # few ms of colour arithmetic) is not computed.
+        if not getattr(self, "_themes_registered", False):
+            return {}
+        return super().get_css_variables()
 
     def _sink(self, event: Event) -> None:
         self.broker.observe(event)
         self._bridge(event)
 
+    # The panels that start hidden: built on first use (their modules are imported then) and
+    # mounted once the first frame is on screen (_finish_startup), so neither their imports nor
+    # their styles delay it. Until mounted they keep what they are given.
+
+    @cached_property
+    def approval(self) -> ApprovalPanel:
+        from tuiapp.ui.widgets.approval import ApprovalPanel
+
+        return ApprovalPanel(self.ws.root, id="approval")
+
+    @cached_property
+    def panes(self) -> ToolPanes:
+        from tuiapp.ui.widgets.tool_panes import ToolPanes
+
+        return ToolPanes(self.ws.config.pane_lines, id="panes", classes="-hidden")
+
+    @cached_property
+    def functions(self) -> FunctionsPanel:
+        from tuiapp.ui.widgets.functions_panel import FunctionsPanel
+
+        return FunctionsPanel(self.ws.root, id="functions", classes="-hidden")
+
     def compose(self) -> ComposeResult:
-        # What starts hidden is mounted after the first frame (Lazy): its widgets and their
-        # CSS do not delay the first screen.
-        self.approval = ApprovalPanel(self.ws.root, id="approval")
-        self.panes = ToolPanes(self.ws.config.pane_lines, id="panes", classes="-hidden")
-        self.functions = FunctionsPanel(self.ws.root, id="functions", classes="-hidden")
-        with Horizontal(id="body"):
-            yield Lazy(self.functions)
-            with Vertical(id="chat"):
-                yield Transcript(id="transcript")
-                yield Lazy(self.approval)
-                yield PromptInput(self._prompt_history(), id="prompt")
-            yield Lazy(self.panes)
+        with Horizontal(id="body"), Vertical(id="chat"):
+            with Transcript(id="transcript"):
+                if self.first_run:
+                    # Composed, not mounted in on_mount: an await there delays the first
+                    # frame (the app draws nothing until on_mount returns).
+                    from tuiapp.ui.widgets.first_run import FirstRunPanel
+
+                    yield FirstRunPanel(self.ws.config)
+            yield PromptInput(self._prompt_history(), id="prompt")
         yield StatusFooter(id="status")
 
+    def get_default_screen(self) -> Screen[None]:
+        return ChatScreen(id="_default")
+
     def _prompt_history(self) -> Iterable[str]:
-        return [m.content for m in self.chat.history if m.role == "user"]
+        return [m.content for m in self._first_chat[2] if m.role == "user"]
 
     async def on_mount(self) -> None:
+        model, session_id, history, _ = self._first_chat
         footer = self.query_one(StatusFooter)
-        footer.model, footer.label, footer.session_id = self.chat.model, self.label, \
-            self.chat.session_id
+        footer.model, footer.label, footer.session_id = model, self.label, session_id
         self.query_one(PromptInput).focus()
-        if self.chat.history:
+        if history:
+            self.load_later_css()
             await self.show_session_history()
-        if self.first_run:
-            from tuiapp.ui.widgets.first_run import FirstRunPanel  # only when shown
-
-            await self.query_one(Transcript).mount(FirstRunPanel(self.ws.config))
         for error in self.theme_errors:
             self.notify(error, title="Theme", severity="warning", timeout=8)
+        if self.resume_gc:
+            self.call_after_refresh(_resume_gc)
+        self.call_after_refresh(self.load_later_css)
         # After the first frame is on screen: startup never waits for tools.
         self.call_after_refresh(self.refresh_tools, first=True)
+
+    def load_later_css(self) -> None:
+        """later.tcss: the styles of what the first frame does not show (transcript blocks,
+        the panels). Before anything it styles is mounted; parsed when next needed."""
+        if not self._later_css:
+            self._later_css = True
+            self.stylesheet.add_source(LATER_CSS.read_text(encoding="utf-8"),
+                                       read_from=(str(LATER_CSS), ""), is_default_css=False)
+
+    async def _finish_startup(self) -> None:
+        """After the frame that shows the tools: the hidden panels, the chat (its provider
+        SDK loading in a thread), hot reload, then `tools_ready` (a turn needs the panels and
+        the chat)."""
+        try:
+            self.load_later_css()
+            body = self.query_one("#body")
+            if self.functions.parent is None:
+                await body.mount(self.functions, before=0)
+            if self.approval.parent is None:
+                await self.query_one("#chat").mount(self.approval,
+                                                    before=self.query_one(PromptInput))
+            if self.panes.parent is None:  # (a new session mounts its own panes)
+                await body.mount(self.panes)
+            self.chat.preload()
+            if self.watch:
+                self.watch_files()  # (its imports, watchfiles and anyio, are not small)
+        finally:
+            self.tools_ready.set()
 
     # ---- tools --------------------------------------------------------------------------
 
@@ -126,13 +202,12 @@ class KepApp(SessionStarts, SessionActions, App[int]):
             self.notify(f"could not list tools: {e}", severity="error")
             change = None
         finally:
-            self.tools_ready.set()
+            if not self._finishing:
+                # The first listing: the tools are drawn first, the panels mounted after.
+                self._finishing = True
+                self.call_after_refresh(self._finish_startup)
         self.show_tools()
-        if first:
-            self.chat.preload()
-            if self.watch:
-                self.watch_files()
-        elif isinstance(change, RegistryChanged):
+        if not first and isinstance(change, RegistryChanged):
             self.notify(f"Tools reloaded: {change.summary()}", title="Functions")
 
     def show_tools(self) -> None:
@@ -274,6 +349,14 @@ class KepApp(SessionStarts, SessionActions, App[int]):
 
     async def on_unmount(self) -> None:
         await self.stop_background()
+
+
+def _resume_gc() -> None:
+    """Once on screen: what startup built stays for good (frozen: no collection walks it
+    again), and collection is back on for what comes next."""
+    gc.freeze()
+    gc.enable()
+
 
 def make_app(workspace: Workspace, *, model: str, store: Store | None = None,
              session_id: str | None = None, history: Sequence[Message] = (),

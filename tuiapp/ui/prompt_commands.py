@@ -12,34 +12,46 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from textual import work
 from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
-from textual.widgets import Markdown, TextArea
 
 from tuiapp.core.events import PromptOutput
-from tuiapp.core.prompt_file import PromptError
-from tuiapp.core.session_start import StartError, StartPlan, choices, prepare
 from tuiapp.ui.messages import CoreEvent
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.starters import Starters
 from tuiapp.ui.widgets.status_footer import StatusFooter
 from tuiapp.ui.widgets.transcript import Transcript
-from tuiapp.ui.widgets.variables_form import VariablesForm
 
+# Prompts and agents (core.session_start, with the prompt-file parser), the variables form and
+# `.print` output (Markdown) are imported when first used: the first frame needs none of them.
 if TYPE_CHECKING:
+    from textual.widgets import TextArea
+
+    from tuiapp.core.session_start import StartPlan
     from tuiapp.ui.chat import ChatSession
     from tuiapp.workspace import Workspace
 
 LEAVE = "Leave the prompt or agent"
 
 
+def _start_errors() -> tuple[type[Exception], ...]:
+    """What reading or starting a prompt/agent raises for the user to read. (An `except`
+    clause evaluates this only when something was raised.)"""
+    from tuiapp.core.prompt_file import PromptError
+    from tuiapp.core.session_start import StartError
+
+    return (StartError, PromptError)
+
+
 class StartCommands(Provider):
     """Palette entries: `Prompt: NAME`, `Agent: NAME`, and leaving the active one."""
 
     def _entries(self) -> list[tuple[str, str, object]]:
+        from tuiapp.core.session_start import choices
+
         app = cast("SessionStarts", self.app)
         out: list[tuple[str, str, object]] = []
         try:
@@ -66,16 +78,12 @@ class StartCommands(Provider):
                           help=help_text)
 
 
-class PrintedText(Markdown):
-    """A `.print` statement's text, shown as the prompt's output."""
+def __getattr__(name: str) -> Any:
+    if name == "PrintedText":  # kept importable from here
+        from tuiapp.ui.widgets.printed_text import PrintedText
 
-    DEFAULT_CSS = """
-    PrintedText {
-        margin: 0 1 1 1;
-        padding: 0 1;
-        border-left: thick $success 60%;
-    }
-    """
+        return PrintedText
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class SessionStarts(App[int]):
@@ -103,12 +111,14 @@ class SessionStarts(App[int]):
 
     def begin_start(self, kind: str, name: str, sets: Mapping[str, str] | None = None) -> None:
         """The palette's choice: read the prompt/agent, then begin_plan."""
+        from tuiapp.core.session_start import prepare
+
         if self.busy:
             self.notify("kep is still answering: Esc interrupts it first.", severity="warning")
             return
         try:
             plan = prepare(self.ws, **{kind: name}, sets=dict(sets or {}))  # type: ignore[arg-type]
-        except (StartError, PromptError) as e:
+        except _start_errors() as e:
             self.notify(str(e), title=f"Cannot start {kind} {name}", severity="error",
                         timeout=15)
             return
@@ -120,6 +130,8 @@ class SessionStarts(App[int]):
         (`kep --continue --agent NAME` keeps the resumed history)."""
         fields = plan.fields()
         if fields and (ask or plan.missing()):
+            from tuiapp.ui.widgets.variables_form import VariablesForm
+
             title = f"{plan.label} — values for its variables"
             self.push_screen(VariablesForm(title, fields),
                              callback=partial(self._form_answered, plan, fresh))
@@ -136,7 +148,7 @@ class SessionStarts(App[int]):
         changed = {k: v for k, v in values.items() if v != "" and v != defaults.get(k)}
         try:
             plan = plan.with_values(changed)
-        except (StartError, PromptError) as e:
+        except _start_errors() as e:
             self.notify(str(e), severity="error", timeout=15)
             return
         self.start_with(plan, fresh)
@@ -150,7 +162,7 @@ class SessionStarts(App[int]):
         self.ws.start = plan
         try:
             await plan.ready(self.ws.runner(f"start-{uuid.uuid4().hex[:8]}"))
-        except (StartError, PromptError) as e:
+        except _start_errors() as e:
             self.ws.start = previous
             self.notify(f"{e}\nNothing was sent.", title=f"Cannot start {plan.label}",
                         severity="error", timeout=20)
@@ -171,6 +183,8 @@ class SessionStarts(App[int]):
     @work(exclusive=True, group="conversation", exit_on_error=False)
     async def run_prompt(self, plan: StartPlan) -> None:
         """A prompt's statements, as one long turn (Esc interrupts it like any other)."""
+        from tuiapp.core.prompt_file import PromptError
+
         try:
             stop = await self.chat.start(plan)
         except PromptError as e:
@@ -247,4 +261,6 @@ class SessionStarts(App[int]):
 
     async def on_core_event(self, message: CoreEvent) -> None:
         if isinstance(message.event, PromptOutput):
+            from tuiapp.ui.widgets.printed_text import PrintedText
+
             await self.query_one(Transcript).add(PrintedText(message.event.text))

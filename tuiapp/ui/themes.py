@@ -141,6 +141,21 @@ def register_themes(app: App[Any], dirs: Iterable[Path] | None = None) -> list[s
     return errors
 
 
+def set_startup_theme(app: App[Any], name: str) -> None:
+    """Make `name` the theme of an app that is not running yet. Assigning `app.theme` also
+    schedules a full re-parse of every stylesheet for the app's first message, after the CSS
+    files are loaded (about 15 ms before the first frame); nothing is parsed yet here, so new
+    variables are enough. A switch between dark and light also changes the ANSI colour
+    mapping: that one takes Textual's own path."""
+    theme = app.get_theme(name)
+    if theme is None or theme.dark != app.current_theme.dark:
+        app.theme = name
+    else:
+        app.set_reactive(App.theme, name)
+        app.add_class(f"-theme-{name}", update=False)  # as Textual's theme watcher does
+    app.stylesheet.set_variables(app.get_css_variables())
+
+
 def save_theme_choice(name: str, file: Path | None = None) -> Path:
     """Remember the chosen theme in the user's config.toml (atomic write); return the file."""
     target = file or paths.user_config_file()

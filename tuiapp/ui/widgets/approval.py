@@ -95,7 +95,7 @@ class ApprovalPanel(Vertical, can_focus=True):
     def push(self, request: PendingApproval) -> None:
         self.queue.append(request)
         if not self.is_mounted:
-            return  # mounted after the first frame (Lazy); on_mount shows the queue
+            return  # mounted after the first frame (KepApp); on_mount shows the queue
         if len(self.queue) == 1:
             self._show()
         else:

@@ -1,15 +1,16 @@
 """Shown at the top of the transcript when no API key is configured: which model is active
-(offline), which tools were found, and how to set up a real provider. Dismiss with the button
-or Esc; it never blocks typing."""
+(offline), which tools were found, and how to set up a real provider. Dismiss with a click on
+"Got it" or Esc; it never blocks typing."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.widgets import Button, Static
+from textual.widgets import Static
 
 from tuiapp.config import Config
 from tuiapp.tools.model import BrokenTool, ToolSpec
@@ -47,35 +48,43 @@ def setup_text() -> Content:
     return Content.assemble(*parts)
 
 
+class CloseLink(Static):
+    """"Got it": a clickable label styled like a compact button (app.tcss). Not a Button: the
+    panel is on the first frame, and Button's stylesheet is the largest of any widget there."""
+
+    def on_click(self, event: events.Click) -> None:
+        event.stop()
+        self.query_ancestor(FirstRunPanel).remove()
+
+
 class FirstRunPanel(Vertical):
     def __init__(self, config: Config) -> None:
         super().__init__(id="first-run")
         self.config = config
 
     def compose(self) -> ComposeResult:
-        yield Static(Content.assemble(("Welcome to kep", "bold $text-primary"),
-                                      ("  ·  no API key found", "$text-muted")),
-                     classes="first-run-title")
-        yield Static(self._model_line("readfile README.md"), classes="first-run-model")
+        # Title and model line in one widget: every widget here delays the first frame.
+        yield Static(self._intro("readfile README.md"), classes="first-run-intro")
         yield Static(Content("Looking for tools…"), classes="first-run-tools")
         yield Static(setup_text(), classes="first-run-setup")
         files = ", ".join(str(f) for f in self.config.files) or "none yet"
         with Horizontal(classes="first-run-footer"):
             yield Static(Content.assemble(("config files read: ", "$text-muted"), files),
                          classes="first-run-config")
-            yield Button("Got it  esc", compact=True, variant="primary", id="first-run-close")
+            yield CloseLink("Got it  esc", id="first-run-close")
 
     @staticmethod
-    def _model_line(example: str) -> Content:
+    def _intro(example: str) -> Content:
         return Content.assemble(
-            "Active model: ", ("offline", "bold"),
+            ("Welcome to kep", "bold $text-primary"), ("  ·  no API key found", "bold $text-muted"),
+            "\n\nActive model: ", ("offline", "bold"),
             " — kep's built-in model: no network, no key. Name a tool and it runs it: ",
             (example, "bold $text-accent"), ".")
 
     def show_tools(self, entries: Sequence[ToolSpec | BrokenTool]) -> None:
         tools = sorted(e.name for e in entries if isinstance(e, ToolSpec))
         example = "readfile README.md" if "readfile" in tools or not tools else f"{tools[0]} …"
-        self.query_one(".first-run-model", Static).update(self._model_line(example))
+        self.query_one(".first-run-intro", Static).update(self._intro(example))
         broken = [e for e in entries if isinstance(e, BrokenTool)]
         if not tools and not broken:
             text = Content("No tools found. Add executables to prompts/functions/ (kep init "
@@ -90,7 +99,3 @@ class FirstRunPanel(Vertical):
                           (" (ctrl+f shows why)", "$text-muted")]
             text = Content.assemble(*parts)
         self.query_one(".first-run-tools", Static).update(text)
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        self.remove()
