@@ -185,10 +185,22 @@ class KepApp(SessionStarts, SessionActions, App[int]):
             if self.panes.parent is None:  # (a new session mounts its own panes)
                 await body.mount(self.panes)
             self.chat.preload()
+            self._settle_heap()
             if self.watch:
                 self.watch_files()  # (its imports, watchfiles and anyio, are not small)
         finally:
             self.tools_ready.set()
+
+    @work(group="heap", exit_on_error=False)
+    async def _settle_heap(self) -> None:
+        """Once the provider SDK is in (most of what kep loads after its first frame): one
+        full collection while idle, then freeze what is left. It lives as long as the app,
+        and a collection during a stream would otherwise walk all of it (one took 160 ms,
+        in the middle of a reply)."""
+        await self.chat.preloaded()
+        if not self.busy:
+            gc.collect()
+            gc.freeze()
 
     # ---- tools --------------------------------------------------------------------------
 

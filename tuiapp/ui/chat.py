@@ -51,6 +51,11 @@ class LazyProvider(Provider):
             self._loading = asyncio.ensure_future(
                 asyncio.to_thread(_build_provider, self._cfg, self._name))
 
+    async def loaded(self) -> None:
+        """Until the preload has finished (or failed: the first stream reports that)."""
+        if self._loading is not None:
+            await asyncio.wait([self._loading])
+
     async def _get(self) -> Provider:
         if self._real is None:
             self.preload()
@@ -156,6 +161,10 @@ class ChatSession:
         """Build the provider in the background (after the first frame, once tools are in)."""
         if isinstance(self.provider, LazyProvider):
             self.provider.preload()
+
+    async def preloaded(self) -> None:
+        if isinstance(self.provider, LazyProvider):
+            await self.provider.loaded()
 
     async def send(self, text: str) -> str:
         return await self._conversation().turn(text)

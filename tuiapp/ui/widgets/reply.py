@@ -35,7 +35,7 @@ from tuiapp.ui.widgets.chunking import (
 )
 from tuiapp.ui.widgets.markdown_blocks import REPLY_BLOCKS
 
-FEED_SLICE = 2000  # characters per Markdown append
+FEED_SLICE = 600  # characters per Markdown append: its parse and mount run as one step
 APPEND_WAIT = 2.0  # seconds to wait for an append before feeding more anyway
 
 
@@ -181,7 +181,7 @@ class AssistantReply(Vertical):
             self._schedule()  # (a flush in progress schedules the next one when it ends)
 
     def _schedule(self) -> None:
-        delay = min(self.MAX_FLUSH_EVERY, max(self.FLUSH_EVERY, 3 * self._draw_cost))
+        delay = min(self.MAX_FLUSH_EVERY, max(self.FLUSH_EVERY, 4 * self._draw_cost))
         self._timer = self.set_timer(delay, self._flush)
 
     async def _flush(self) -> None:
