@@ -113,9 +113,9 @@ class WarmUp(ReplyMarkdown):
 
 class AssistantReply(Vertical):
     """A reply. The first text shows at once; after that the live chunk is fed at most every
-    FLUSH_EVERY seconds, or less often when a flush takes long (the next one waits three times
-    as long as the last took): a model can send thousands of tokens a second, and drawing at
-    that pace would starve the stream and the keyboard."""
+    FLUSH_EVERY seconds, or less often when a flush takes long: the next one waits four times
+    as long as the last took, so drawing gets at most a fifth of the time. A model can send
+    thousands of tokens a second; drawing at that pace would starve the stream and the keys."""
 
     FLUSH_EVERY = 0.1
     MAX_FLUSH_EVERY = 1.0
