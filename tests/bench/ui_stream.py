@@ -1,10 +1,11 @@
 """Streaming a long markdown reply into the headless TUI vs the bare SDK reading the same stream.
 
     python tests/bench/ui_stream.py [--api anthropic|chat|responses] [--sizes 20000 40000]
+                                    [--rounds 5]
 
 The loopback fake server (tests/fakes/llm_server.py, run as its own process like a remote API)
 streams N tokens of markdown (headings, paragraphs, lists, code fences; one token per delta) as
-fast as it can. For each N, in the same run:
+fast as it can. For each N, `rounds` times, SDK and app alternating (medians are compared):
   - the bare SDK consumes the stream: time from the first to the last text delta;
   - kep's app (make_app, App.run_test, 120x40, recording the session as `kep` does; the
     prompt is sent a second after start, as a person would) shows it: time from the first
@@ -221,7 +222,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--api", choices=("anthropic", "chat", "responses"), default="anthropic")
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 40_000])
-    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     _ = REPO
     return asyncio.run(main_async(args))

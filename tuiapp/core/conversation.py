@@ -31,7 +31,7 @@ from tuiapp.tools.schema import arguments_error
 
 # A call identical to one already made this many times in the same turn is not run again.
 REPEAT_LIMIT = 2
-FAIR_SLICE = 0.005  # seconds a stream may hold the event loop before yielding
+FAIR_SLICE = 0.002  # seconds a stream may hold the event loop before yielding
 TEXT_BATCH = 0.02  # seconds of text deltas emitted as one event
 
 Emit = Callable[[Event], None]

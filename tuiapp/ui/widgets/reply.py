@@ -118,6 +118,7 @@ class AssistantReply(Vertical):
     thousands of tokens a second; drawing at that pace would starve the stream and the keys."""
 
     FLUSH_EVERY = 0.1
+    FLOOD_FLUSH_EVERY = 0.5  # when more than a screenful came since the last flush
     MAX_FLUSH_EVERY = 1.0
 
     class Flushed(Message):
@@ -133,6 +134,7 @@ class AssistantReply(Vertical):
         self._lock = asyncio.Lock()
         self._appended = asyncio.Event()
         self._draw_cost = 0.0  # seconds the last flush took, waits included
+        self._flooded = False  # the last flush had more text than fits on screen
         self._marked = False  # the "interrupted" line is shown
         self._started = False  # the first flush is scheduled
         self._ready = False  # mounted, with its first chunk (is_mounted lags in on_mount)
@@ -181,7 +183,8 @@ class AssistantReply(Vertical):
             self._schedule()  # (a flush in progress schedules the next one when it ends)
 
     def _schedule(self) -> None:
-        delay = min(self.MAX_FLUSH_EVERY, max(self.FLUSH_EVERY, 4 * self._draw_cost))
+        floor = self.FLOOD_FLUSH_EVERY if self._flooded else self.FLUSH_EVERY
+        delay = min(self.MAX_FLUSH_EVERY, max(floor, 4 * self._draw_cost))
         self._timer = self.set_timer(delay, self._flush)
 
     async def _flush(self) -> None:
@@ -217,7 +220,8 @@ class AssistantReply(Vertical):
         # and already ends above the last screenful starts frozen, its height estimated (it
         # is drawn if ever scrolled to, a chunk at a time).
         tail = tail_start(combined, width, self._view_height())
-        if tail is not None and tail > done:
+        self._flooded = tail is not None and tail > done
+        if self._flooded:
             ends = [c for c in chunk_cuts(combined, max(CHUNK_CHARS, done)) if c < tail]
             ends.append(tail)
             await self._seal(combined[done:ends[0]], hidden=True)
