@@ -16,9 +16,8 @@ from tuiapp.providers.wire import (
     SdkProvider,
     call_arguments_json,
     clean_history,
-    image_note,
-    load_image,
     object_schema,
+    text_then_images,
 )
 from tuiapp.tools.model import ToolSpec
 
@@ -53,22 +52,10 @@ def to_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 
 def _user_content(m: Message) -> str | list[dict[str, Any]]:
-    if not m.images:
-        return m.content
-    parts: list[dict[str, Any]] = [{"type": "input_text", "text": m.content}] if m.content else []
-    for path in m.images:
-        image = load_image(path)
-        if image is None:
-            parts.append({"type": "input_text", "text": image_note(path)})
-        else:
-            parts.append(
-                {
-                    "type": "input_image",
-                    "detail": "auto",
-                    "image_url": f"data:{image[0]};base64,{image[1]}",
-                }
-            )
-    return parts
+    return text_then_images(
+        m, lambda text: {"type": "input_text", "text": text},
+        lambda media, data: {"type": "input_image", "detail": "auto",
+                             "image_url": f"data:{media};base64,{data}"})
 
 
 def to_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:

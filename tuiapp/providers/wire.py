@@ -7,7 +7,7 @@ import base64
 import json
 import mimetypes
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -199,6 +199,21 @@ def load_image(path: str) -> tuple[str, str] | None:
 
 def image_note(path: str) -> str:
     return f"[image {path} could not be attached: missing, unreadable or not png/jpeg/gif/webp]"
+
+
+def text_then_images(m: Message, text_part: Callable[[str], dict[str, Any]],
+                     image_part: Callable[[str, str], dict[str, Any]]
+                     ) -> str | list[dict[str, Any]]:
+    """A user message's content for the OpenAI APIs: plain text, or with images the text part
+    then one part per image (`image_part(media type, base64)`), or a note on why one could not
+    be attached. The two APIs differ only in the shape of the parts."""
+    if not m.images:
+        return m.content
+    parts = [text_part(m.content)] if m.content else []
+    for path in m.images:
+        image = load_image(path)
+        parts.append(text_part(image_note(path)) if image is None else image_part(*image))
+    return parts
 
 
 def object_schema(parameters: dict[str, Any]) -> dict[str, Any]:

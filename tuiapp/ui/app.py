@@ -296,7 +296,7 @@ class KepApp(SessionStarts, SessionActions, App[int]):
             self.notify("No tool is running.")
 
     def on_reply_text(self, message: ReplyText) -> None:
-        self.query_one(Transcript).stream_text(message.chunks.take())
+        self.query_one(Transcript).stream_text(message.text)
 
     async def on_core_event(self, message: CoreEvent) -> None:
         event = message.event

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from textual.message import Message
 
@@ -22,50 +22,15 @@ from tuiapp.ui.messages import ApprovalRequested, CoreEvent, ReplyText
 Post = Callable[[Message], object]
 
 
-@dataclass
-class ReplyChunks:
-    """Text deltas not yet shown. `take()` empties it; a taken batch is never reused."""
-
-    parts: list[str] = field(default_factory=list)
-    taken: bool = False
-
-    def take(self) -> str:
-        self.taken = True
-        text = "".join(self.parts)
-        self.parts.clear()
-        return text
-
-
 class EventBridge:
-    """`bridge(event)`: post the event to the app. Text deltas are gathered for up to
-    BATCH_SECONDS into one message: a fast model sends thousands of deltas a second, and a
-    message each would spend the UI's time on dispatch instead of on drawing and keys."""
-
-    BATCH_SECONDS = 0.02
+    """`bridge(event)`: post the event to the app, streamed text as ReplyText (the
+    conversation already joins the deltas of each 20 ms into one event)."""
 
     def __init__(self, post: Post) -> None:
         self._post = post
-        self._chunks: ReplyChunks | None = None
-        self._timer: asyncio.TimerHandle | None = None
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, TextDelta):
-            if self._chunks is None:
-                self._chunks = ReplyChunks()
-                self._timer = asyncio.get_running_loop().call_later(
-                    self.BATCH_SECONDS, self._send_text)
-            self._chunks.parts.append(event.text)
-            return
-        self._send_text()  # keep order: the text so far goes before this event
-        self._post(CoreEvent(event))
-
-    def _send_text(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        chunks, self._chunks = self._chunks, None
-        if chunks is not None:
-            self._post(ReplyText(chunks))
+        self._post(ReplyText(event.text) if isinstance(event, TextDelta) else CoreEvent(event))
 
 
 @dataclass

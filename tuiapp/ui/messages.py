@@ -13,7 +13,7 @@ from textual.message import Message
 from tuiapp.core.events import Event
 
 if TYPE_CHECKING:
-    from tuiapp.ui.bridge import PendingApproval, ReplyChunks
+    from tuiapp.ui.bridge import PendingApproval
 
 
 class CoreEvent(Message):
@@ -25,12 +25,12 @@ class CoreEvent(Message):
 
 
 class ReplyText(Message):
-    """Streamed reply text. Deltas that arrive before the UI gets to this message are gathered
-    into one (`chunks.take()`), so a fast model costs one message per frame, not per token."""
+    """Streamed reply text: what the model sent in about 20 ms (a fast model costs one
+    message per batch, not per token)."""
 
-    def __init__(self, chunks: ReplyChunks) -> None:
+    def __init__(self, text: str) -> None:
         super().__init__()
-        self.chunks = chunks
+        self.text = text
 
 
 class ApprovalRequested(Message):

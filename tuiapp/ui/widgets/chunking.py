@@ -16,11 +16,15 @@ FENCE = re.compile(r"^ {0,3}(```|~~~)", re.M)
 BOUNDARY = re.compile(r"\n[ \t]*\n(?=[^\s])")
 
 
+def _rows(line: str, width: int) -> int:
+    """Screen rows a source line takes, wrapped at `width` (an empty one takes one)."""
+    return max(1, -(-cell_len(line) // max(width, 10)))
+
+
 def estimate_height(text: str, width: int) -> int:
     """About how many lines a chunk takes once drawn: its lines wrapped at `width`, blank
     lines standing for the margins between blocks."""
-    width = max(width, 10)
-    return 1 + sum(max(1, -(-cell_len(line) // width)) for line in text.splitlines())
+    return 1 + sum(_rows(line, width) for line in text.splitlines())
 
 
 def _boundaries(text: str, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int]]:
@@ -46,7 +50,7 @@ def tail_start(text: str, width: int, height: int) -> int | None:
     pos = len(text)
     while pos > 0 and lines < height:
         start = text.rfind("\n", 0, pos - 1) + 1
-        lines += max(1, -(-cell_len(text[start:pos].rstrip("\n")) // max(width, 10)))
+        lines += _rows(text[start:pos].rstrip("\n"), width)
         pos = start
     if pos == 0:
         return None

@@ -57,9 +57,9 @@ class CompactListItem(MarkdownBlock):
         super().__init__(item._markdown, item._token)
         self.bullet = bullet
         self.text = paragraph._content
-        self._cache: tuple[int, bool, Content] | None = None
+        self._cache: tuple[int, bool, Content, int] | None = None  # width, dark, lines, rows
 
-    def _lines(self, width: int) -> Content:
+    def _lines(self, width: int) -> tuple[Content, int]:
         dark = self.app.current_theme.dark
         if self._cache is None or self._cache[:2] != (width, dark):
             indent = cell_len(self.bullet)
@@ -67,14 +67,14 @@ class CompactListItem(MarkdownBlock):
             bullet = Content.styled(self.bullet, "$text-primary" if dark else "$text-secondary")
             pad = " " * indent
             self._cache = (width, dark, Content("\n").join(
-                [bullet + lines[0], *(pad + line for line in lines[1:])]))
-        return self._cache[2]
+                [bullet + lines[0], *(pad + line for line in lines[1:])]), len(lines))
+        return self._cache[2:]
 
     def render(self) -> Content:
-        return self._lines(self.content_region.width or self.size.width)
+        return self._lines(self.content_region.width or self.size.width)[0]
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self._lines(width).plain.split("\n"))
+        return self._lines(width)[1]
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
         return container.width
