@@ -87,7 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("call", help="run one tool directly")
     _common(p)
     p.add_argument("name", metavar="NAME")
-    p.add_argument("arguments", nargs="?", metavar="JSON", help="arguments (default: stdin)")
+    p.add_argument(
+        "arguments",
+        nargs="*",
+        metavar="ARG",
+        help="a JSON object, or words as the offline model takes them: key=value, then the "
+        "rest in parameter order (default: JSON on stdin)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON result object")
 
     p = sub.add_parser("init", help="copy the built-in functions into this project for editing")

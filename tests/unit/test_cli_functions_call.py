@@ -208,3 +208,18 @@ def test_initialised_copies_run_and_override_the_builtins(tmp_path: Path) -> Non
     assert (res.returncode, res.stdout) == (0, "from the project\n")
     res = kep("call", "readfile", '{"filename": "../outside"}', "--project", str(tmp_path))
     assert res.returncode == 1 and "outside the project root" in res.stderr
+
+
+def test_call_takes_words_as_the_offline_model_does(proj: Path, tmp_path: Path) -> None:
+    res = kep("call", "greet", "ann", "--project", str(proj))
+    assert (res.returncode, res.stdout) == (0, 'hello {"who": "ann"}\n'), res.stderr
+    res = kep("call", "greet", "who=bob\tsmith", "--project", str(proj))
+    # A tab inside one word stays in that value (dash's echo prints the escape as a tab).
+    assert res.returncode == 0 and res.stdout.startswith('hello {"who": "bob')
+    assert "smith" in res.stdout
+    res = kep("call", "greet", "ann", "lee", "--project", str(proj))
+    assert res.stdout == 'hello {"who": "ann lee"}\n'  # the last parameter takes the rest
+    (tmp_path / "ran").unlink()
+    res = kep("call", "greet", "who=x", "extra=1", "--project", str(proj))
+    assert res.returncode == 2 and "unknown parameter 'extra'" in res.stderr
+    assert "Traceback" not in res.stderr and not (tmp_path / "ran").exists()

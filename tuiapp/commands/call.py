@@ -1,4 +1,7 @@
-"""`kep call NAME [JSON]`: run one tool directly, as the model would, output streamed.
+"""`kep call NAME [JSON | WORDS…]`: run one tool directly, as the model would, output streamed.
+
+Arguments are a JSON object (argument or stdin), or words as the offline model takes them
+(`kep call readfile notes.txt`, `kep call grep pattern=TODO path=src`).
 
 Arguments are checked against the tool's schema before anything runs. The user typed the call,
 so an `ask` rule does not ask; a `deny` rule still stands. Exit code: the tool's (124 on
@@ -13,6 +16,7 @@ import contextlib
 import difflib
 import json
 import os
+import shlex
 import sys
 from typing import Any
 
@@ -21,16 +25,24 @@ from tuiapp.commands._common import fail, load_config
 from tuiapp.core import policy
 from tuiapp.core.events import Event, ToolOutput
 from tuiapp.core.messages import ToolCall
+from tuiapp.providers.offline import positional_arguments
 from tuiapp.tools.schema import arguments_error
 
 KEEP_SPOOLS = 50  # `kep call` spool files kept in the data dir
 
 
-def read_arguments(text: str | None) -> dict[str, Any]:
-    if text is None:
-        text = "" if sys.stdin.isatty() else sys.stdin.read()
+def read_arguments(words: list[str], parameters: dict[str, Any]) -> dict[str, Any]:
+    """One JSON object (the words, or stdin when there are none), else offline-style words."""
+    text = " ".join(words) if words else ("" if sys.stdin.isatty() else sys.stdin.read())
     if not text.strip():
         return {}
+    if words and not text.lstrip().startswith(("{", "[")):
+        props = parameters.get("properties") or {}
+        for w in words:  # `kep call` is typed by hand: a misspelt key=… must not vanish
+            key, eq, _ = w.partition("=")
+            if eq and key.isidentifier() and key not in props:
+                fail(f"unknown parameter {key!r}; parameters: {', '.join(props) or '(none)'}")
+        return positional_arguments(shlex.join(words), parameters)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
@@ -54,11 +66,10 @@ def exit_code(status: str, code: int | None) -> int:
 
 def main(args: argparse.Namespace) -> int:
     cfg = load_config(args)
-    arguments = read_arguments(args.arguments)
-    return asyncio.run(_call(cfg, args.name, arguments, as_json=args.json))
+    return asyncio.run(_call(cfg, args.name, list(args.arguments), as_json=args.json))
 
 
-async def _call(cfg: Any, name: str, arguments: dict[str, Any], *, as_json: bool) -> int:
+async def _call(cfg: Any, name: str, arguments: list[str], *, as_json: bool) -> int:
     from tuiapp.workspace import Workspace
 
     ws = Workspace(cfg)
@@ -69,7 +80,7 @@ async def _call(cfg: Any, name: str, arguments: dict[str, Any], *, as_json: bool
         await ws.aclose()
 
 
-async def _call_in(ws: Any, name: str, arguments: dict[str, Any], *, as_json: bool) -> int:
+async def _call_in(ws: Any, name: str, words: list[str], *, as_json: bool) -> int:
     cfg, registry = ws.config, ws.registry
     await registry.refresh()
     if name not in registry.tools and ws.mcp is not None:
@@ -84,6 +95,7 @@ async def _call_in(ws: Any, name: str, arguments: dict[str, Any], *, as_json: bo
         if broken:
             hint += f"\n  note: {broken[0].source} is broken: {broken[0].error}"
         fail(f"unknown tool {name!r}{hint}")
+    arguments = read_arguments(words, spec.parameters)
     problem = arguments_error(spec.parameters, arguments)
     if problem:
         fail(f"invalid arguments for {name}: {problem} (nothing was run)")
