@@ -132,6 +132,7 @@ class Config(FrozenRecord):
     system_prompt: str | None = None
     project_root: Path = field(default_factory=Path.cwd)
     files: tuple[Path, ...] = ()  # the files that were read, lowest precedence first
+    warnings: tuple[str, ...] = ()  # unknown keys, one line each (the rest still applies)
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -175,15 +176,47 @@ def _deep_merge(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, An
 
 
 class _Reader:
-    """Pulls typed values out of one table, naming file and dotted key on error."""
+    """Pulls typed values out of one table, naming file and dotted key on error.
 
-    def __init__(self, file: Path | str, table: Mapping[str, Any], prefix: str = "") -> None:
+    Readers made from one root share `readers`, so after a parse every key that no reader
+    asked for is known: that is a misspelling or a setting kep does not have.
+    """
+
+    def __init__(
+        self,
+        file: Path | str,
+        table: Mapping[str, Any],
+        prefix: str = "",
+        readers: list[_Reader] | None = None,
+    ) -> None:
         self.file, self.table, self.prefix = file, table, prefix
+        self.asked: set[str] = set()
+        self.readers = readers if readers is not None else []
+        self.readers.append(self)
+
+    def child(self, table: Mapping[str, Any], prefix: str) -> _Reader:
+        return _Reader(self.file, table, prefix, self.readers)
+
+    def unknown_keys(self) -> list[str]:
+        """Warnings for keys nobody read, each with the closest key that was read."""
+        import difflib
+
+        out = []
+        for r in self.readers:
+            known = sorted(r.asked)
+            for key in r.table:
+                if key in r.asked:
+                    continue
+                close = difflib.get_close_matches(str(key), known, n=1)
+                hint = f"; did you mean `{close[0]}`?" if close else ""
+                out.append(f"{self.file}: unknown key `{r.prefix}{key}` (ignored){hint}")
+        return out
 
     def _err(self, key: str, msg: str) -> ConfigError:
         return ConfigError(self.file, f"{self.prefix}{key}", msg)
 
     def get(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
+        self.asked.add(key)
         if key not in self.table:
             return default
         v = self.table[key]
@@ -213,7 +246,7 @@ class _Reader:
         return v
 
     def sub(self, key: str) -> _Reader:
-        return _Reader(self.file, self.get(key, dict, {}), f"{self.prefix}{key}.")
+        return self.child(self.get(key, dict, {}), f"{self.prefix}{key}.")
 
     def str_map(self, key: str) -> dict[str, str]:
         table = self.get(key, dict, {})
@@ -239,7 +272,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
     r = _Reader(file, data)
     providers = dict(BUILTIN_PROVIDERS)
     for name, table in r.get("providers", dict, {}).items():
-        pr = _Reader(file, table if isinstance(table, dict) else {}, f"providers.{name}.")
+        pr = r.child(table if isinstance(table, dict) else {}, f"providers.{name}.")
         if not isinstance(table, dict):
             raise ConfigError(file, f"providers.{name}", "expected a table")
         base = providers.get(name)
@@ -264,7 +297,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
     for i, raw in enumerate(ar.get("rules", list, []), 1):
         if not isinstance(raw, dict):
             raise ConfigError(file, f"approval.rules[{i}]", "expected a table")
-        rr = _Reader(file, raw, f"approval.rules[{i}].")
+        rr = ar.child(raw, f"approval.rules[{i}].")
         tool = rr.regex("tool")
         if tool is None:
             raise ConfigError(file, f"approval.rules[{i}].tool", "required (a regex)")
@@ -282,7 +315,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         timeouts[k] = float(v)
     sources = []
     for i, raw in enumerate(tr.get("sources", list, []), 1):
-        sr = _Reader(file, raw if isinstance(raw, dict) else {}, f"tools.sources[{i}].")
+        sr = tr.child(raw if isinstance(raw, dict) else {}, f"tools.sources[{i}].")
         fmt = sr.choice(
             "format", ("keprompt", "llm-functions", "loki", "extension", "aitool"), None
         )
@@ -313,7 +346,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
     for name, table in mr.get("servers", dict, {}).items():
         if not isinstance(table, dict):
             raise ConfigError(file, f"mcp.servers.{name}", "expected a table")
-        sr = _Reader(file, table, f"mcp.servers.{name}.")
+        sr = mr.child(table, f"mcp.servers.{name}.")
         args = sr.get("args", list, [])
         servers[name] = McpServerConfig(
             name=name,
@@ -341,6 +374,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         system_prompt=r.get("system_prompt", str),
         project_root=project_root,
         raw=dict(data),
+        warnings=tuple(r.unknown_keys()),
     )
 
 
@@ -358,12 +392,14 @@ def load(project_root: Path | None = None, user_file: Path | None = None) -> Con
     project_file = root / "kep.toml"
     merged: dict[str, Any] = {}
     files = []
+    warnings: list[str] = []
     user_rules: list[Any] = []
     for f in (user_file, project_file):
         data = _read_toml(f)
         if not data and not f.exists():
             continue
-        parse(data, f, root)  # validate each file alone so errors name the right file
+        # Validate each file alone, so errors and warnings name the right file.
+        warnings += parse(data, f, root).warnings
         files.append(f)
         if f == user_file:
             user_rules = data.get("approval", {}).get("rules", [])
@@ -378,10 +414,32 @@ def load(project_root: Path | None = None, user_file: Path | None = None) -> Con
         merged.setdefault("approval", {})
         merged["approval"] = dict(merged["approval"], rules=[*project_rules, *user_rules])
     cfg = parse(merged, " + ".join(str(f) for f in files) or "defaults", root)
-    return Config(**{**cfg.__dict__, "files": tuple(files)})
+    return Config(**{**cfg.__dict__, "files": tuple(files), "warnings": tuple(warnings)})
 
 
 # ---- writing -----------------------------------------------------------------------------
+
+
+# (path, size, mtime_ns) of the files kep itself wrote last, so hot reload can tell them apart.
+_OWN_WRITES: dict[Path, tuple[int, int]] = {}
+
+
+def _stat_key(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def written_by_kep(files: tuple[Path, ...]) -> bool:
+    """Is the newest of these config files (the one a reload is about) exactly as kep last
+    wrote it?"""
+    stats = [(key, f) for f in files if (key := _stat_key(f)) is not None]
+    if not stats:
+        return False
+    key, newest = max(stats, key=lambda kf: kf[0][1])
+    return _OWN_WRITES.get(newest) == key
 
 
 def write_toml_atomic(path: Path, data: Mapping[str, Any]) -> None:
@@ -395,6 +453,8 @@ def write_toml_atomic(path: Path, data: Mapping[str, Any]) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        if (key := _stat_key(path)) is not None:
+            _OWN_WRITES[path] = key
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -135,3 +135,54 @@ def test_version_and_help() -> None:
     for sub in ("run", "functions", "call", "mcp", "sessions", "config", "init"):
         assert sub in out.stdout
     assert sys.executable
+
+
+def test_unknown_keys_warn_with_the_closest_known_key(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    write(
+        root / "kep.toml",
+        '[tools]\ntimeuot = 3\ntimeout = 9\n[ui]\n"pane\\tlines" = 1\n'
+        '[[approval.rules]]\ntool = "x"\naction = "deny"\nargz = "rm"\n'
+        '[providers.corp]\napi = "chat"\nbase_ur = "http://127.0.0.1:9"\n'
+        "[mcp.servers.s]\ncommand = \"true\"\nstartup_timout = 3\n",
+    )
+    cfg = config.load(root, user_file=tmp_path / "none.toml")
+    assert cfg.tools.timeout == 9  # the rest still applies
+    text = "\n".join(cfg.warnings)
+    assert "unknown key `tools.timeuot` (ignored); did you mean `timeout`?" in text
+    assert "`approval.rules[1].argz`" in text and "did you mean `args`?" in text
+    assert "`providers.corp.base_ur`" in text and "`mcp.servers.s.startup_timout`" in text
+    assert "`ui.pane\tlines`" in text  # shown, and a hostile key name costs nothing more
+    assert all(line.startswith(str(root / "kep.toml")) for line in cfg.warnings)
+    assert len(cfg.warnings) == 5
+    out = subprocess.run([*KEP, "config", "show", "--project", str(root)],
+                         capture_output=True, text=True, env=kep_env())
+    assert out.returncode == 0
+    assert "kep: warning: " in out.stderr and "did you mean `timeout`?" in out.stderr
+
+
+def test_known_keys_do_not_warn(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    write(root / "kep.toml", '[tools]\ntimeout = 3\n[tools.timeouts]\nanything = 2\n'
+          '[providers.corp]\napi = "chat"\n[providers.corp.headers]\nX-Any = "v"\n')
+    assert config.load(root, user_file=tmp_path / "none.toml").warnings == ()
+
+
+def test_config_path_prints_every_directory(tmp_path: Path) -> None:
+    out = subprocess.run([*KEP, "config", "path", "--project", str(tmp_path)],
+                         capture_output=True, text=True, env=kep_env())
+    assert out.returncode == 0
+    for label in ("user config:", "project config:", "user themes:", "data (sessions, spool):",
+                  "cache (tool declarations):"):
+        assert label in out.stdout
+    from tuiapp import paths
+
+    assert str(paths.data_dir()) in out.stdout and str(paths.cache_dir()) in out.stdout
+
+
+def test_kep_own_write_is_not_announced_as_a_reload(tmp_path: Path) -> None:
+    f = tmp_path / "kep.toml"
+    config.add_rule(f, "^x$", "deny")
+    assert config.written_by_kep((f,))
+    f.write_text(f.read_text() + "\n# the user's edit\n")
+    assert not config.written_by_kep((f,))

@@ -15,16 +15,21 @@ def project_root(args: argparse.Namespace) -> Path:
     return Path(project).resolve() if project else paths.find_project_root()
 
 
-def load_config(args: argparse.Namespace) -> config.Config:
-    """Load user + project config; on a bad file print `kep: FILE: KEY: why` and exit 2."""
+def load_config(args: argparse.Namespace, *, warn: bool = True) -> config.Config:
+    """Load user + project config; on a bad file print `kep: FILE: KEY: why` and exit 2.
+    Unknown keys are a warning line each on stderr (the TUI shows them itself: warn=False)."""
     root = project_root(args)
     if not root.is_dir():
         fail(f"project directory {root} does not exist")
     config.load_dotenv(root)
     try:
-        return config.load(root)
+        cfg = config.load(root)
     except config.ConfigError as e:
         fail(str(e))
+    if warn:
+        for line in cfg.warnings:
+            print(f"kep: warning: {line}", file=sys.stderr)
+    return cfg
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -13,8 +13,14 @@ from tuiapp.commands._common import load_config
 def main(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     if args.config_command == "path":
-        for label, f in (("user:   ", paths.user_config_file()), ("project:", cfg.project_file)):
-            print(f"{label} {f}{'' if f.exists() else '  (not created yet)'}")
+        for label, f in (
+            ("user config", paths.user_config_file()),
+            ("project config", cfg.project_file),
+            ("user themes", paths.user_themes_dir()),
+            ("data (sessions, spool)", paths.data_dir()),
+            ("cache (tool declarations)", paths.cache_dir()),
+        ):
+            print(f"{label + ':':<27} {f}{'' if f.exists() else '  (not created yet)'}")
         return 0
     shown = config.masked(dict(cfg.raw))
     print(f"# active model: {cfg.default_model()}")

@@ -156,6 +156,8 @@ class KepApp(SessionStarts, SessionActions, App[int]):
             await self.show_session_history()
         for error in self.theme_errors:
             self.notify(error, title="Theme", severity="warning", timeout=8)
+        for line in self.ws.config.warnings:
+            self.notify(line, title="Config", severity="warning", timeout=12)
         if self.resume_gc:
             self.call_after_refresh(_resume_gc)
         self.call_after_refresh(self.load_later_css)

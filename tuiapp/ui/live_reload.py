@@ -15,6 +15,7 @@ from weakref import WeakKeyDictionary
 
 from textual.app import App
 
+from tuiapp import config as config_mod
 from tuiapp.config import Config, ConfigError
 from tuiapp.core.events import RegistryChanged
 from tuiapp.providers import ModelError, resolve_model
@@ -75,10 +76,13 @@ def config_changed(app: KepApp, cfg: Config | None, error: ConfigError | None) -
     problem = _refresh_provider(app, cfg)
     if cfg.theme != app.theme and cfg.theme in app.available_themes:
         app.theme = cfg.theme
+    for line in cfg.warnings:
+        app.notify(line, title="Config", severity="warning", timeout=12)
     if problem:
         app.notify(f"Config reloaded, but {problem}", title="Config", severity="warning",
                    timeout=10)
-    else:
+    elif not config_mod.written_by_kep(cfg.files):
+        # kep's own writes (an "always" rule, a theme) have announced themselves already.
         app.notify("Config reloaded: it applies from the next call.", title="Config")
 
 
