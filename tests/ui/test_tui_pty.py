@@ -98,3 +98,35 @@ def test_a_person_runs_a_project_tool_through_the_tui(tmp_path: Path) -> None:
         assert term.child.exitstatus == 0
     finally:
         term.close()
+
+
+@pytest.mark.slow
+def test_the_readme_start_command_greets_once_per_project(tmp_path: Path) -> None:
+    """`kep --model offline` (the README's first command) lands on the welcome panel; once it
+    is dismissed it stays away in that project, and comes back from the palette."""
+    proj = make_project(tmp_path / "proj")
+    argv = [*kep_argv(), "--model", "offline", "--project", str(proj)]
+    term = Terminal(argv, proj)
+    try:
+        term.wait_text("Welcome to kep")
+        term.wait_text("Got it")
+        term.child.send("\x1b")  # Esc puts it away for good
+        term.wait(lambda: "Welcome to kep" not in term.text(), "the panel to go")
+        term.child.send("\x11")  # ctrl+q
+        term.child.expect(pexpect.EOF, timeout=15)
+    finally:
+        term.close()
+    term = Terminal(argv, proj)
+    try:
+        term.wait_text("Message kep")
+        time.sleep(1.0)
+        term.pump(0.3)
+        assert "Welcome to kep" not in term.text()
+        term.child.send("\x10")  # ctrl+p: the palette still has it
+        term.wait_text("Search for commands")
+        term.type("Show welcome")
+        term.wait_text("The first-run panel")  # the palette found it
+        term.child.send("\r")
+        term.wait_text("Welcome to kep")
+    finally:
+        term.close()

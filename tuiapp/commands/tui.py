@@ -51,8 +51,12 @@ def _run(args: argparse.Namespace, *, resume_gc: bool) -> int:
             resolve_model(cfg, model)  # checks name and key; imports no SDK
         except ModelError as e:
             fail(str(e))
-        # No key anywhere and no model asked for: greet and explain instead of a bare chat.
-        first_run = args.model is None and session_id is None and model == "offline"
+        # A new chat on the offline model greets and explains, until it is dismissed in
+        # this project (the palette's "Show welcome" brings it back).
+        from tuiapp.core import project_marks
+
+        first_run = (session_id is None and model == "offline"
+                     and project_marks.get("welcome-dismissed", ws.root) is None)
 
         from tuiapp.ui.app import make_app
 

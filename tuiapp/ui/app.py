@@ -11,7 +11,7 @@ import gc
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
@@ -45,6 +45,7 @@ from tuiapp.workspace import Workspace
 
 if TYPE_CHECKING:
     from tuiapp.ui.widgets.approval import ApprovalPanel
+    from tuiapp.ui.widgets.first_run import FirstRunPanel
     from tuiapp.ui.widgets.functions_panel import FunctionsPanel
     from tuiapp.ui.widgets.tool_panes import ToolPanes
 
@@ -224,10 +225,26 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         if not first and isinstance(change, RegistryChanged):
             self.notify(f"Tools reloaded: {change.summary()}", title="Functions")
 
+    def _welcome(self) -> list[FirstRunPanel]:
+        # By id: the panel's module is imported only when a first frame shows it.
+        return cast("list[FirstRunPanel]", list(self.query("#first-run")))
+
+    async def action_show_welcome(self) -> None:
+        if self._welcome():
+            return
+        from tuiapp.ui.widgets.first_run import FirstRunPanel
+
+        panel = FirstRunPanel(self.ws.config)
+        transcript = self.query_one(Transcript)
+        await transcript.mount(panel, before=0 if transcript.children else None)
+        panel.show_tools(self.ws.registry.entries())
+        transcript.refresh(layout=True)
+        self.call_after_refresh(transcript.scroll_to_widget, panel, top=True, animate=False)
+
     def show_tools(self) -> None:
         entries = self.ws.registry.entries()
         self.functions.update_entries(entries)
-        for panel in self.query("#first-run"):
+        for panel in self._welcome():
             panel.show_tools(entries)
 
     # ---- the conversation ----------------------------------------------------------------
@@ -244,8 +261,8 @@ class KepApp(SessionStarts, SessionActions, App[int]):
             self.query_one(PromptInput).load_text(message.text)
             self.notify("kep is still answering: Esc interrupts it.", severity="warning")
             return
-        for panel in self.query("#first-run"):
-            await panel.remove()
+        for panel in self._welcome():
+            await panel.dismiss()
         self.set_state("streaming")
         self.converse(message.text)
 
@@ -287,8 +304,8 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         elif self.busy and not self.approval.display:
             self.workers.cancel_group(self, "conversation")
         elif not self.busy:
-            for panel in self.query("#first-run"):
-                panel.remove()
+            for panel in self._welcome():
+                panel.dismiss()
 
     def on_prompt_input_interrupt(self) -> None:
         self.action_interrupt()

@@ -1,6 +1,7 @@
-"""Shown at the top of the transcript when no API key is configured: which model is active
-(offline), which tools were found, and how to set up a real provider. Dismiss with a click on
-"Got it" or Esc; it never blocks typing."""
+"""Shown at the top of a new chat on the offline model, until dismissed in that project: which
+model is active, which tools were found, and how to set up a real provider. Dismiss with a
+click on "Got it", Esc or a first message; it never blocks typing. The palette's "Show welcome"
+brings it back."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from collections.abc import Sequence
 
 from textual import events
 from textual.app import ComposeResult
+from textual.await_remove import AwaitRemove
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Static
 
 from tuiapp.config import Config
+from tuiapp.core import project_marks
 from tuiapp.tools.model import BrokenTool, ToolSpec
 
 TOOLS_SHOWN = 12
@@ -54,13 +57,18 @@ class CloseLink(Static):
 
     def on_click(self, event: events.Click) -> None:
         event.stop()
-        self.query_ancestor(FirstRunPanel).remove()
+        self.query_ancestor(FirstRunPanel).dismiss()
 
 
 class FirstRunPanel(Vertical):
     def __init__(self, config: Config) -> None:
         super().__init__(id="first-run")
         self.config = config
+
+    def dismiss(self) -> AwaitRemove:
+        """Put it away for good in this project (the palette's "Show welcome" still has it)."""
+        project_marks.put("welcome-dismissed", self.config.project_root)
+        return self.remove()
 
     def compose(self) -> ComposeResult:
         # Title and model line in one widget: every widget here delays the first frame.
@@ -73,10 +81,11 @@ class FirstRunPanel(Vertical):
                          classes="first-run-config")
             yield CloseLink("Got it  esc", id="first-run-close")
 
-    @staticmethod
-    def _intro(example: str) -> Content:
+    def _intro(self, example: str) -> Content:
+        keyed = any(p.api_key() for p in self.config.providers.values() if p.api_key_env)
         return Content.assemble(
-            ("Welcome to kep", "bold $text-primary"), ("  ·  no API key found", "bold $text-muted"),
+            ("Welcome to kep", "bold $text-primary"),
+            ("  ·  " + ("offline" if keyed else "no API key found"), "bold $text-muted"),
             "\n\nActive model: ", ("offline", "bold"),
             " — kep's built-in model: no network, no key. Name a tool and it runs it: ",
             (example, "bold $text-accent"), ".")
