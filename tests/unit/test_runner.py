@@ -129,6 +129,9 @@ async def test_cancel_kills_the_whole_group(project: Path, tmp_path: Path) -> No
     assert fin.status == "cancelled" and "cancelled by the user" in fin.result
     assert wait_gone(child)
     assert r.cancel("x1") is False and r.cancel("nope") is False
+    if fin.spool_path:  # the viewer shows this footer: no "exit code None" for a cancel
+        footer = Path(fin.spool_path).read_text().rstrip().splitlines()[-1]
+        assert footer.startswith("[kep: cancelled, ") and "None" not in footer
 
 
 async def test_interrupting_the_turn_kills_the_group_too(project: Path, tmp_path: Path) -> None:

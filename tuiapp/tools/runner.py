@@ -180,7 +180,8 @@ class Runner:
         truncated = sink.stdout.truncated
         if len(text.encode("utf-8", errors="replace")) > cap + 1024:  # e.g. a huge $LLM_OUTPUT
             text, truncated = cap_text(text, cap, spool_path), True
-        footer = f"[kep: {status}, exit code {code}, {duration} ms]"
+        exit_part = f", exit code {code}" if code is not None else ""  # cancelled: no exit
+        footer = f"[kep: {status.replace('_', ' ')}{exit_part}, {duration} ms]"
         sink.spool.close(footer)
         spool = str(spool_path) if sink.spool.f is not None else ""
         fin = ToolFinished(call.id, spec.name, status, code, duration, text, truncated, spool)

@@ -13,11 +13,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, cast
 
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.widgets import Input, TextArea
 from textual.worker import Worker, WorkerState
 
 from tuiapp.core.events import (
@@ -54,6 +55,30 @@ class ChatScreen(Screen[None]):
     # Focus starts in the prompt. Textual's default ("*") would focus the transcript first and
     # then move: two restyles of the whole transcript before the first frame.
     AUTO_FOCUS = "#prompt"
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key that nothing focused can use goes to the prompt: typing is never
+        lost on a pane, the transcript or a button. Keys some widget or the app binds (an
+        approval's y, a pane's c) keep their meaning."""
+        focused = self.focused
+        if (event.character is None or not event.is_printable or focused is None
+                or isinstance(focused, TextArea | Input)):
+            return
+        if any(event.key in bindings.key_to_bindings
+               for _node, bindings in self._modal_binding_chain):
+            return
+        prompt = self.query_one(PromptInput)
+        prompt.focus()
+        prompt.insert(event.character)
+        event.stop()
+        event.prevent_default()
+
+    def on_screen_resume(self) -> None:
+        """Back from an overlay (viewer, picker, palette): the prompt has the keyboard again,
+        unless an approval is waiting for an answer."""
+        approval = self.query("#approval")
+        if not (approval and approval.first().display and approval.first().has_focus_within):
+            self.query_one(PromptInput).focus()
 
 
 LATER_CSS = Path(__file__).with_name("later.tcss")

@@ -174,7 +174,8 @@ class SessionStarts(App[int]):
             await self.show_starters()
             for note in plan.notices:
                 self.notify(note, severity="warning", timeout=10)
-            self.notify(f"Agent {plan.name}: {len(plan.visible_tools())} tools.",
+            n = len(plan.visible_tools())
+            self.notify(f"Agent {plan.name}: {n} tool{'s' * (n != 1)}.",
                         title="Agent started")
         else:
             self.set_state("streaming")

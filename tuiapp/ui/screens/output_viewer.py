@@ -56,6 +56,8 @@ def split_streams(text: str) -> list[tuple[Stream, str]]:
 
 
 def _mb(n: int) -> str:
+    if n < 1024:
+        return f"{n} byte{'s' * (n != 1)}"  # "0 KB" read as "nothing" for a short output
     return f"{n / (1024 * 1024):.1f} MB" if n >= 1024 * 1024 else f"{n / 1024:.0f} KB"
 
 
