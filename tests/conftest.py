@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))  # so tests can `from fakes.llm_server import …`
+
+# Hermetic from the first import on: environments that test modules build at import time (and
+# every tool, npm or git they start) see a throwaway home, never the real one. Each test then
+# gets dirs of its own (isolated_home below).
+REAL_HOME = Path.home()
+SESSION_HOME = Path(tempfile.mkdtemp(prefix="kep-test-home-"))
+atexit.register(shutil.rmtree, SESSION_HOME, True)
+for _var, _sub in (("HOME", ""), ("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"),
+                   ("XDG_CACHE_HOME", ".cache"), ("XDG_STATE_HOME", ".local/state"),
+                   ("KEP_CONFIG_DIR", "kep-config"), ("KEP_DATA_DIR", "kep-data"),
+                   ("KEP_CACHE_DIR", "kep-cache")):
+    os.environ[_var] = str(SESSION_HOME / _sub) if _sub else str(SESSION_HOME)
+# Downloads for the optional peer tests (npm MCP servers, tsx) live here: in the checkout,
+# git-ignored, reused between runs. KEP_TEST_NO_DOWNLOADS=1 skips those tests instead.
+PEERS_DIR = REPO / "tests" / ".peers"
 
 KEY_VARS = (
     "OPENAI_API_KEY",

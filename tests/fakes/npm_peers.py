@@ -1,10 +1,9 @@
-"""Real MCP peers from npm, installed once into a cache dir outside the repo.
+"""Real MCP peers from npm, installed once into tests/.peers/npm (git-ignored, about 160 MB).
 
 Tests that need them call npm_package_dir(); it skips the test, saying why, when node or npm
-is missing or the install fails (no registry access). Set KEP_TEST_NPM_DIR to choose the
-directory; CI can pre-warm it with
-    npm install --no-audit --no-fund --prefix ~/.cache/kep-test-npm \
-        @modelcontextprotocol/server-everything @modelcontextprotocol/inspector
+is missing, KEP_TEST_NO_DOWNLOADS=1 is set, or the install fails (no registry access). Set
+KEP_TEST_NPM_DIR to choose another directory. Nothing goes into the home directory: npm's own
+cache is tests/.peers/npm-cache.
 """
 
 from __future__ import annotations
@@ -21,13 +20,18 @@ PACKAGES = ("@modelcontextprotocol/server-everything", "@modelcontextprotocol/in
 INSTALL_TIMEOUT = 240
 
 
+PEERS_DIR = Path(__file__).resolve().parent.parent / ".peers"
+
+
 def npm_dir() -> Path:
-    return Path(os.environ.get("KEP_TEST_NPM_DIR") or Path.home() / ".cache" / "kep-test-npm")
+    return Path(os.environ.get("KEP_TEST_NPM_DIR") or PEERS_DIR / "npm")
 
 
 def npm_package_dir(package: str) -> Path:
     if not shutil.which("node") or not shutil.which("npm"):
         pytest.skip("node and npm are needed for this npm MCP peer")
+    if os.environ.get("KEP_TEST_NO_DOWNLOADS") == "1":
+        pytest.skip("KEP_TEST_NO_DOWNLOADS=1: npm MCP peers are not downloaded")
     root = npm_dir()
     pkg = root / "node_modules" / package
     if (pkg / "package.json").exists():
@@ -38,7 +42,8 @@ def npm_package_dir(package: str) -> Path:
         if not (pkg / "package.json").exists():
             try:
                 proc = subprocess.run(
-                    ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(root), *PACKAGES],
+                    ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(root),
+                     "--cache", str(PEERS_DIR / "npm-cache"), *PACKAGES],
                     capture_output=True, text=True, timeout=INSTALL_TIMEOUT, cwd=root,
                 )
             except subprocess.TimeoutExpired:

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import PEERS_DIR
 from formats_util import (
     by_name,
     copy_fixture,
@@ -26,10 +27,9 @@ FMT = LokiFormat()
 
 
 def find_tsx() -> str | None:
-    """tsx from KEP_TEST_TSX, PATH, or where .ci/run installs it."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    """tsx from KEP_TEST_TSX, PATH, or where .ci/run installs it (tests/.peers/node)."""
     for candidate in (os.environ.get("KEP_TEST_TSX"), shutil.which("tsx"),
-                      str(cache / "kep-test-node" / "node_modules" / ".bin" / "tsx")):
+                      str(PEERS_DIR / "node" / "node_modules" / ".bin" / "tsx")):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -116,7 +116,7 @@ async def test_typescript_without_node_is_broken_not_a_crash(root: Path, tmp_pat
 
 
 @pytest.mark.skipif(TSX is None, reason="tsx is not installed (.ci/run installs it into "
-                    "~/.cache/kep-test-node; or set KEP_TEST_TSX)")
+                    "tests/.peers/node; or set KEP_TEST_TSX)")
 async def test_typescript_tool_runs_with_tsx(root: Path) -> None:
     assert TSX is not None
     tools = {"ts_runtime": TSX}
