@@ -14,7 +14,7 @@ from typing import TextIO
 
 from tuiapp.commands import _start
 from tuiapp.commands._common import fail, load_config
-from tuiapp.core import policy
+from tuiapp.core import policy, session_admin
 from tuiapp.core.conversation import Approval, Approver, allow_all, deny_all
 from tuiapp.core.events import (
     Event,
@@ -160,7 +160,7 @@ def main(args: argparse.Namespace) -> int:
     model = args.model
     if args.continue_ or args.session:
         try:
-            session_id = (store.latest_session(ws.root) if args.continue_
+            session_id = (session_admin.continue_target(store, ws.root) if args.continue_
                           else store.resolve_id(args.session))  # unique prefixes are fine
         except UnknownSession as e:
             fail(str(e))
@@ -179,6 +179,7 @@ def main(args: argparse.Namespace) -> int:
     elif model != store.session_info(session_id).model:
         store.update_model(session_id, model)  # resumed with another --model
 
+    session_admin.remember_open(ws.root, session_id)  # `--continue` goes on from here
     printer = Printer(args.json)
     recorder = SessionRecorder(store, session_id)
 

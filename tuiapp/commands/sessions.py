@@ -1,4 +1,5 @@
-"""`kep sessions [list [--all]] | show ID | export ID --format md|json [-o FILE]`."""
+"""`kep sessions [list [--all]] | show ID | export ID --format md|json [-o FILE] |
+rename ID TITLE | delete ID… | prune --older-than AGE [--dry-run] [--all]`."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import sys
 from pathlib import Path
 
 from tuiapp.commands._common import fail, project_root
-from tuiapp.core import transcript
+from tuiapp.core import session_admin, transcript
 from tuiapp.core.store import SessionInfo, Store, StoreError, UnknownSession
 
 TITLE_WIDTH = 60
@@ -23,7 +24,13 @@ def main(args: argparse.Namespace) -> int:
         try:
             if action == "list":
                 return _list(store, args)
+            if action in ("delete", "prune"):
+                return _delete(store, args, action)
             sid = store.resolve_id(args.id)
+            if action == "rename":
+                title = session_admin.rename(store, sid, " ".join(args.title))
+                print(f"session {sid} is now titled: {title}")
+                return 0
             t = transcript.Transcript.load(store, sid)
         except UnknownSession as e:
             fail(str(e))
@@ -67,3 +74,24 @@ def _row(sid: str, updated: str, model: str, count: str, title: str, project: st
     if project is not None:
         line = f"{line:<{8 + 16 + 24 + 4 + 8 + TITLE_WIDTH}}  {project}"
     return line
+
+
+def _delete(store: Store, args: argparse.Namespace, action: str) -> int:
+    if action == "delete":
+        doomed = [store.session_info(store.resolve_id(i)) for i in args.ids]
+        dry = False
+    else:
+        try:
+            age = session_admin.parse_age(args.older_than)
+        except ValueError as e:
+            fail(str(e))
+        doomed = session_admin.older_than(store, age, None if args.all else project_root(args))
+        dry = args.dry_run
+    for s in doomed:
+        print(f"{'would delete' if dry else 'deleted'} {s.id}  {transcript.when(s.updated)}  "
+              f"{_title(s)}")
+    if not dry:
+        session_admin.delete(store, [s.id for s in doomed])
+    if not doomed:
+        print("no session matched")
+    return 0

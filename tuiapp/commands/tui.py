@@ -84,7 +84,9 @@ def _resume(args: argparse.Namespace, store: Store, ws: Workspace
     if not (args.continue_ or args.session):
         return None, [], args.model
     if args.continue_:
-        session_id = store.latest_session(ws.root)
+        from tuiapp.core.session_admin import continue_target
+
+        session_id = continue_target(store, ws.root)
         if session_id is None:
             fail("no earlier session in this project to continue (kep sessions list --all)")
     else:

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from importlib import import_module
 
 from tuiapp.config import Config
+from tuiapp.core import session_admin
 from tuiapp.core.conversation import Approver, Conversation
 from tuiapp.core.events import Event, Notice, ToolCallStarted, ToolFinished
 from tuiapp.core.messages import Message
@@ -117,6 +118,8 @@ class ChatSession:
         self.runner: Runner | None = None
         self.running: dict[str, str] = {}  # call id → tool name, for cancel
         self._retired: list[Provider] = []  # replaced by switch_model; closed in close()
+        if store is not None:
+            session_admin.remember_open(ws.root, session_id)  # what `--continue` reopens
 
     @property
     def history(self) -> list[Message]:
@@ -148,6 +151,7 @@ class ChatSession:
         try:
             if self.session_id is None:
                 self.session_id = self.store.create_session(self.ws.root, self.model)
+                session_admin.remember_open(self.ws.root, self.session_id)
             self._recorder = SessionRecorder(self.store, self.session_id,
                                              on_error=self._store_failed)
         except (StoreError, sqlite3.Error, LookupError) as e:  # never lose the chat to it
