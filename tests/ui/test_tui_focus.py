@@ -83,3 +83,20 @@ async def test_a_pending_call_has_a_space_between_its_icon_and_name(proj: Path) 
         block = app.query_one(".tool-block")
         icon = block.query_one(".tool-icon")
         assert icon.size.width >= 3  # ⌛ takes two cells, then a space
+
+
+async def test_screenshot_says_where_it_went_or_why_not(proj: Path, tmp_path: Path) -> None:
+    from tuiapp import paths
+
+    app = app_for(proj)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.action_screenshot()  # no ~/Downloads here: kep's data folder instead
+        await pilot.pause()
+        shots = list((paths.data_dir() / "screenshots").glob("*.svg"))
+        assert len(shots) == 1 and "<svg" in shots[0].read_text()[:2000]
+        assert any(str(shots[0]) in str(n.message) for n in app._notifications)
+        blocker = tmp_path / "not-a-dir"
+        blocker.write_text("")
+        app.action_screenshot(path=str(blocker))
+        await pilot.pause()
+        assert any("Screenshot not saved" in str(n.message) for n in app._notifications)

@@ -254,6 +254,25 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         # By id: the panel's module is imported only when a first frame shows it.
         return cast("list[FirstRunPanel]", list(self.query("#first-run")))
 
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """Textual's "Save screenshot", but it always says where the file went, or why not:
+        into Downloads when that folder exists, else kep's data folder."""
+        from platformdirs import user_downloads_path
+
+        from tuiapp import paths
+
+        if path is None:
+            downloads = user_downloads_path()
+            path = str(downloads if downloads.is_dir() else paths.data_dir() / "screenshots")
+        try:
+            Path(path).mkdir(parents=True, exist_ok=True)
+            saved = self.save_screenshot(filename, path)
+        except OSError as e:
+            self.notify(f"Screenshot not saved: {path}: {e.strerror or e}", title="Screenshot",
+                        severity="error", timeout=10)
+            return
+        self.notify(f"Saved {saved}", title="Screenshot")
+
     async def action_show_welcome(self) -> None:
         if self._welcome():
             return
