@@ -100,3 +100,20 @@ async def test_screenshot_says_where_it_went_or_why_not(proj: Path, tmp_path: Pa
         app.action_screenshot(path=str(blocker))
         await pilot.pause()
         assert any("Screenshot not saved" in str(n.message) for n in app._notifications)
+
+
+async def test_copy_last_reply_as_markdown_with_a_toast(proj: Path) -> None:
+    app = app_for(proj)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        assert any("Nothing to copy" in str(n.message) for n in app._notifications)
+        await send(pilot, "shout notes.txt")
+        await wait_approval(pilot)
+        await pilot.press("y")
+        await wait_idle(pilot)
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        copied = app.clipboard
+        assert "**shout** finished ok" in copied and "```" in copied  # Markdown, not rendered
+        assert any("Copied" in str(n.message) for n in app._notifications)

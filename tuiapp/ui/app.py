@@ -95,6 +95,7 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         Binding("ctrl+t", "toggle_panes", "tool panes", show=False),
         Binding("ctrl+f", "toggle_functions", "functions", show=False),
         Binding("ctrl+g", "cancel_tools", "cancel tools", show=False),
+        Binding("ctrl+l", "copy_reply", "copy last reply", show=False),
     ]
 
     def __init__(self, ws: Workspace, *, model: str, store: Store | None, session_id: str | None,
@@ -253,6 +254,29 @@ class KepApp(SessionStarts, SessionActions, App[int]):
     def _welcome(self) -> list[FirstRunPanel]:
         # By id: the panel's module is imported only when a first frame shows it.
         return cast("list[FirstRunPanel]", list(self.query("#first-run")))
+
+    def copy_to_clipboard(self, text: str) -> None:
+        """Every copy (a selection with ctrl+c, a reply with ctrl+l) says so: the terminal
+        takes it silently (OSC 52), and some terminals ignore it."""
+        super().copy_to_clipboard(text)
+        lines = text.count("\n") + 1
+        self.notify(f"Copied {len(text):,} characters ({lines:,} line{'s' * (lines != 1)}) to "
+                    "the clipboard.", title="Copy", timeout=3)
+
+    def action_copy_reply(self) -> None:
+        """The selected text if there is some, else the last reply, as Markdown. (ctrl+l: the
+        prompt keeps ctrl+y for redo.)"""
+        selected = self.screen.get_selected_text()
+        if selected:
+            self.copy_to_clipboard(selected)
+            return
+        from tuiapp.ui.widgets.reply import AssistantReply
+
+        replies = [r for r in self.query(AssistantReply) if r.text.strip()]
+        if not replies:
+            self.notify("Nothing to copy yet: no reply, and no text selected.", title="Copy")
+            return
+        self.copy_to_clipboard(replies[-1].text)
 
     def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
         """Textual's "Save screenshot", but it always says where the file went, or why not:

@@ -33,6 +33,8 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
                         "(ctrl+f)", app.action_toggle_functions)
     yield SystemCommand("Reload tools", "Scan the function directories again",
                         app.action_reload_tools)
+    yield SystemCommand("Copy last reply", "The selected text, else the last reply, as "
+                        "Markdown (ctrl+l)", app.action_copy_reply)
     yield SystemCommand("Show welcome", "The first-run panel: the offline model, the tools "
                         "found, how to set up a real provider", app.action_show_welcome)
     yield SystemCommand("Show config path", "Which config files kep reads, and where to put one",
