@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import re
 import tomllib
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from textual import work
@@ -130,15 +129,17 @@ class SessionActions(App[int]):
             return
         if self._refuse_while_busy("open another session"):
             return
-        sessions = self.store.list_sessions(self.ws.root, limit=100)
+        sessions = self.store.list_sessions(self.ws.root, limit=500)
         if not sessions:
             self.notify("No saved sessions in this project yet.")
             return
-        choices = [SimpleCommand(
-            f"{s.id}  {s.title or '(untitled)'}", (lambda sid=s.id: self.resume(sid)),
-            f"{datetime.fromtimestamp(s.updated):%Y-%m-%d %H:%M} · {s.model} · "
-            f"{s.message_count} messages") for s in sessions]
-        self.search_commands(choices, placeholder="Open a session of this project…")
+        from tuiapp.ui.screens.session_picker import Picked, SessionPicker
+
+        def picked(answer: Picked | None) -> None:
+            if answer is not None and answer.session_id != self.chat.session_id:
+                self.resume(answer.session_id)
+
+        self.push_screen(SessionPicker(self.store, sessions, self.chat.session_id), picked)
 
     @work(exclusive=True, group="session")
     async def resume(self, session_id: str) -> None:

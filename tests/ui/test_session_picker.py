@@ -1,0 +1,86 @@
+"""The session picker (ctrl+o): open, filter, rename and delete (twice to confirm)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tui_helpers import SIZE, app_for, make_project, send, until, wait_idle
+
+from tuiapp.core.events import MessageAdded
+from tuiapp.core.messages import Message
+from tuiapp.core.store import Store
+from tuiapp.ui.screens.session_picker import SessionPicker
+from tuiapp.ui.widgets.transcript import UserMessage
+
+
+@pytest.fixture
+def proj(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "proj")
+
+
+def saved(store: Store, root: Path, text: str) -> str:
+    sid = store.create_session(root, "offline")
+    store.record(sid, MessageAdded(Message("user", text)))
+    return sid
+
+
+async def test_open_rename_and_delete_from_the_picker(proj: Path) -> None:
+    store = Store.open()
+    alpha = saved(store, proj, "alpha task")
+    beta = saved(store, proj, "beta \x1b]2;pwned\x07 task")  # a hostile title stays text
+    noise = [saved(store, proj, f"noise {i}") for i in range(60)]
+    app = app_for(proj, store=store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: isinstance(app.screen, SessionPicker), what="the picker")
+        picker = app.screen
+        await pilot.press(*"alpha")
+        await pilot.pause()
+        options = picker.query_one("OptionList")
+        assert options.option_count == 1
+        await pilot.press("ctrl+r")  # rename it
+        box = picker.query_one("Input")
+        assert box.value == "alpha task"  # starts from the old title
+        box.value = "Renamed\tone"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert store.session_info(alpha).title == "Renamed one"
+        await pilot.press(*"beta")
+        await pilot.pause()
+        await pilot.press("ctrl+d")  # armed, nothing deleted yet
+        await pilot.pause()
+        assert store.session_info(beta).id == beta
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+        assert beta not in {s.id for s in store.list_sessions(proj, limit=100)}
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, SessionPicker), what="close")
+
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: isinstance(app.screen, SessionPicker), what="the picker")
+        await pilot.press(*alpha[:4])
+        await pilot.pause()
+        await pilot.press("enter")
+        await until(pilot, lambda: app.chat.session_id == alpha, what="the session to open")
+        await wait_idle(pilot)
+        assert [str(u.render()) for u in app.query(UserMessage)] == ["alpha task"]
+    assert len(noise) == 60
+    store.close()
+
+
+async def test_the_open_session_cannot_be_deleted_from_under_itself(proj: Path) -> None:
+    store = Store.open()
+    app = app_for(proj, store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "hello")
+        await wait_idle(pilot)
+        current = app.chat.session_id
+        assert current is not None
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: isinstance(app.screen, SessionPicker), what="the picker")
+        await pilot.press("ctrl+d", "ctrl+d")
+        await pilot.pause()
+        assert store.session_info(current).id == current
+        assert any("open now" in str(n.message) for n in app._notifications)
+    store.close()
