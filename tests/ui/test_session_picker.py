@@ -84,3 +84,29 @@ async def test_the_open_session_cannot_be_deleted_from_under_itself(proj: Path) 
         assert store.session_info(current).id == current
         assert any("open now" in str(n.message) for n in app._notifications)
     store.close()
+
+
+async def test_a_resumed_session_gets_its_tool_panes_back(proj: Path) -> None:
+    from tui_helpers import wait_approval
+
+    from tuiapp.ui.widgets.output_log import OutputLog
+
+    store = Store.open()
+    first = app_for(proj, store=store)
+    async with first.run_test(size=SIZE) as pilot:
+        await send(pilot, "shout notes.txt")
+        await wait_approval(pilot)
+        await pilot.press("y")
+        await wait_idle(pilot)
+        sid = first.chat.session_id
+        live = "\n".join(first.panes.query(OutputLog).last().lines())
+    assert sid is not None and "HELLO" in live.upper()
+    again = app_for(proj, store=store, session_id=sid, history=store.load_messages(sid))
+    async with again.run_test(size=SIZE) as pilot:
+        panes = again.panes
+        await until(pilot, lambda: panes.is_mounted and panes.query(OutputLog),
+                    what="a restored pane")
+        restored = "\n".join(panes.query(OutputLog).last().lines())
+        assert restored.strip() == live.strip()  # the same output, without kep's footer
+        assert "[kep:" not in restored
+    store.close()

@@ -6,13 +6,15 @@ from __future__ import annotations
 import asyncio
 import re
 import tomllib
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from textual import work
 from textual.app import App
 from textual.command import SimpleCommand
 
 from tuiapp import config, paths
+from tuiapp.core.events import ToolCallStarted, ToolFinished, ToolOutput
 from tuiapp.providers import ModelError, resolve_model
 from tuiapp.ui import commands
 from tuiapp.ui.themes import save_theme_choice
@@ -22,11 +24,10 @@ from tuiapp.ui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from pathlib import Path
 
-    from tuiapp.core.events import Event
+    from tuiapp.core.events import Event, ToolStatus
     from tuiapp.core.messages import Message
-    from tuiapp.core.store import Store
+    from tuiapp.core.store import Store, ToolCallRecord
     from tuiapp.mcp.connection import ServerState
     from tuiapp.providers.base import Provider
     from tuiapp.ui.bridge import ApprovalBroker
@@ -35,6 +36,11 @@ if TYPE_CHECKING:
     from tuiapp.ui.widgets.functions_panel import FunctionsPanel
     from tuiapp.ui.widgets.tool_panes import ToolPanes
     from tuiapp.workspace import Workspace
+
+PANES_RESTORED = 8  # tool panes a resumed session gets back, newest last
+RESTORED_TAIL = 64 * 1024  # bytes of each one's spool file shown again
+RESTORABLE = frozenset({"ok", "failed", "timed_out", "cancelled"})
+FOOTER = re.compile(r"\n?\[kep: [^\n]*\]\n?\Z")
 
 
 class SessionActions(App[int]):
@@ -92,8 +98,28 @@ class SessionActions(App[int]):
 
             record = Record.load(self.store, self.chat.session_id)
             await transcript.show_history(record.messages, record.call_records())
+            self._restore_panes(self.store.tool_calls(self.chat.session_id))
         else:
             await transcript.show_history(self.chat.history)
+
+    def _restore_panes(self, calls: Sequence[ToolCallRecord]) -> None:
+        """A resumed session's last tool calls get their panes back, each with the tail of its
+        spool file (the whole output stays one `o` away)."""
+        from tuiapp.ui.screens.output_viewer import read_tail, split_streams
+
+        done = [c for c in calls if c.spool_path and c.status in RESTORABLE]
+        for c in done[-PANES_RESTORED:]:
+            try:
+                text, _size = read_tail(Path(c.spool_path), RESTORED_TAIL)
+            except OSError:
+                continue  # pruned or deleted: the transcript still has the result
+            text = FOOTER.sub("", text)  # kep's own "[kep: ok, …]" closing line
+            self.panes.handle(ToolCallStarted(c.call_id, c.name, c.spool_path))
+            for stream, chunk in split_streams(text):
+                self.panes.handle(ToolOutput(c.call_id, stream, chunk))
+            self.panes.handle(ToolFinished(c.call_id, c.name, cast("ToolStatus", c.status),
+                                           c.exit_code, c.duration_ms or 0, "", c.truncated,
+                                           c.spool_path))
 
     async def _switch_chat(self, session_id: str | None, history: Sequence[Message]) -> None:
         from tuiapp.ui.widgets.tool_panes import ToolPanes

@@ -168,6 +168,7 @@ class ToolPanes(Widget):
         self.max_lines = max_lines
         self._panes: dict[str, ToolPane] = {}  # call_id → pane, oldest first
         self._pending: list[Event] = []  # events that arrived before mount
+        self._ready = False  # on_mount has run (is_mounted turns True a little later)
         self._counter = 0
 
     def compose(self) -> ComposeResult:
@@ -177,6 +178,7 @@ class ToolPanes(Widget):
     def on_mount(self) -> None:
         self.query_one(TabbedContent).display = False
         pending, self._pending = self._pending, []
+        self._ready = True
         for event in pending:
             self.handle(event)
 
@@ -184,7 +186,7 @@ class ToolPanes(Widget):
 
     def handle(self, event: Event) -> bool:
         """Apply one core event; returns False for events the panes do not show."""
-        if not self.is_mounted:
+        if not self._ready:
             if isinstance(event, ToolCallRequested | ToolCallStarted | ToolOutput | ToolFinished
                           | ToolCallDecided):
                 self._pending.append(event)
