@@ -185,7 +185,7 @@ class ChatProvider(SdkProvider):
             raise self._fail(e, streaming=True) from e
         finally:
             await chunks.close()
-        if not got_done() and finish is None:
+        if not got_done():
             raise ProviderFailure(
                 f"{self.config.name}: the stream ended before the reply was complete",
                 retryable=True,
