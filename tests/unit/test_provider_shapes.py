@@ -401,3 +401,37 @@ def test_message_round_trip_keeps_reasoning_and_ignores_garbage() -> None:
         "origin": "chat|p|m", "text": "t", "items": [{"field": "reasoning"}, "junk", 5]}})
     assert kept.reasoning is not None and kept.reasoning.items == ({"field": "reasoning"},)
     assert MessageAdded(kept).to_json()["message"]["reasoning"]["origin"] == "chat|p|m"
+
+
+# ---- kep run: reasoning apart, unfinished replies exit 1 --------------------------------------
+
+def _kep_run(root: Any, url: str, *argv: str) -> Any:
+    import subprocess
+
+    from conftest import KEP, kep_env
+
+    (root / "kep.toml").write_text(f'[providers.fake]\napi = "chat"\nbase_url = "{url}"\n'
+                                   '[tools]\nbuiltins = false\n')
+    return subprocess.run([*KEP, "run", "--project", str(root), "-m", "fake/m", *argv, "hi"],
+                          capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, env=kep_env())
+
+
+def test_kep_run_keeps_reasoning_off_stdout_and_in_its_own_json_events(tmp_path: Any) -> None:
+    with FakeLLMServer([recorded.mistral_list_content()] * 2) as server:
+        text = _kep_run(tmp_path, server.base_url)
+        as_json = _kep_run(tmp_path, server.base_url, "--json")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout == "The answer is 4.\n" and "2+2" not in text.stderr
+    events = [json.loads(line) for line in as_json.stdout.splitlines()]
+    thought = "".join(e["text"] for e in events if e["type"] == "ReasoningDelta")
+    answer = "".join(e["text"] for e in events if e["type"] == "TextDelta")
+    assert (thought, answer) == ("The user asks for 2+2. Simple arithmetic.", "The answer is 4.")
+
+
+def test_kep_run_length_stop_keeps_text_and_exits_1(tmp_path: Any) -> None:
+    with FakeLLMServer([recorded.chat_length_stop()]) as server:
+        done = _kep_run(tmp_path, server.base_url)
+    assert done.returncode == 1
+    assert done.stdout == "The first part of a long\n"
+    assert "max_tokens" in done.stderr and "Traceback" not in done.stderr
