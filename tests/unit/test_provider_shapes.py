@@ -435,3 +435,42 @@ def test_kep_run_length_stop_keeps_text_and_exits_1(tmp_path: Any) -> None:
     assert done.returncode == 1
     assert done.stdout == "The first part of a long\n"
     assert "max_tokens" in done.stderr and "Traceback" not in done.stderr
+
+
+# ---- config: reasoning and prices, hostile values ----------------------------------------------
+
+def test_reasoning_and_prices_are_read() -> None:
+    from pathlib import Path
+
+    from tuiapp.config import parse
+
+    cfg = parse({"providers": {"ds": {"api": "chat", "reasoning": "high",
+                                      "prices": {"input": 1, "output": 2.5},
+                                      "models": {"big/one": {"prices": {"input": 3,
+                                                                        "output": 4}}}}}},
+                "kep.toml", Path("."))
+    pc = cfg.providers["ds"]
+    assert pc.reasoning == "high"
+    assert pc.prices_for("other") == {"input": 1.0, "output": 2.5}
+    assert pc.prices_for("big/one") == {"input": 3.0, "output": 4.0}
+
+
+@pytest.mark.parametrize(("table", "says"), [
+    ({"reasoning": "max"}, "providers.ds.reasoning: must be one of off, low, medium, high"),
+    ({"reasoning": "high\n"}, "providers.ds.reasoning: must be one of"),
+    ({"reasoning": True}, "providers.ds.reasoning: expected a string"),
+    ({"prices": "cheap"}, "providers.ds.prices: expected a table"),
+    ({"prices": {"input": 1}}, "providers.ds.prices.output: required"),
+    ({"prices": {"input": -1, "output": 1}}, "providers.ds.prices.input: a price cannot be"),
+    ({"prices": {"input": "1", "output": 1}}, "providers.ds.prices.input: expected a number"),
+    ({"prices": {"input": 1, "output": 1, "inptu": 2}}, "providers.ds.prices.inptu: unknown"),
+    ({"models": {"m": {"prices": {"output": 1}}}}, "providers.ds.models.m.prices.input"),
+])
+def test_bad_reasoning_or_prices_name_the_key(table: dict[str, Any], says: str) -> None:
+    from pathlib import Path
+
+    from tuiapp.config import ConfigError, parse
+
+    with pytest.raises(ConfigError) as e:
+        parse({"providers": {"ds": {"api": "chat", **table}}}, "kep.toml", Path("."))
+    assert says in str(e.value)
