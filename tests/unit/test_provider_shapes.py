@@ -474,3 +474,43 @@ def test_bad_reasoning_or_prices_name_the_key(table: dict[str, Any], says: str) 
     with pytest.raises(ConfigError) as e:
         parse({"providers": {"ds": {"api": "chat", **table}}}, "kep.toml", Path("."))
     assert says in str(e.value)
+
+
+async def test_anthropic_thinking_fits_a_model_with_a_low_limit(make: Make,
+                                                                server: FakeLLMServer) -> None:
+    server.add({"error": 400, "message": "max_tokens: 32768 > 8192, which is the maximum "
+                                         "allowed number of output tokens"},
+               {"text": "ok"}, {"text": "again"})
+    run = Run(make("anthropic", reasoning="high"))
+    assert await run.conv.turn("hi") == "end_turn"
+    await run.conv.turn("more")
+    sent = [(b["max_tokens"], b["thinking"]["budget_tokens"]) for b in bodies(server)]
+    assert sent == [(32768, 24576), (8192, 7168), (8192, 7168)]
+
+
+def test_hostile_content_and_reasoning_shapes() -> None:
+    from tuiapp.providers.chat_shapes import ReasoningFields, split_content
+
+    assert split_content([5, None, "a", {"type": "image_url"}, {"type": "text", "text": "b"},
+                          {"type": "thinking", "thinking": "t"},
+                          {"type": "reasoning", "text": "r"}]) == ("ab", "tr")
+    assert split_content({"type": "text", "text": "x"}) == ("x", "")
+    assert split_content(7) == ("", "")
+    fields = ReasoningFields()
+    assert fields.add({"reasoning_details": "not a list", "reasoning": 5}) == ""
+    assert fields.add({"reasoning_details": [3, {"index": "x", "text": "a"}]}) == "a"
+    assert fields.add({"reasoning_content": "\x1b[2J" * 3}) == "\x1b[2J" * 3  # UI strips it
+    assert [i["field"] for i in fields.items()] == ["reasoning_content", "reasoning_details"]
+
+
+async def test_earlier_answers_reasoning_is_not_resent(make: Make,
+                                                       server: FakeLLMServer) -> None:
+    """reasoning_content goes back only next to tool calls (DeepSeek needs it there; on a
+    plain answer some servers refuse it)."""
+    deltas = [{"reasoning_content": "hmm"}, {"content": "Paris."}]
+    server.add(recorded._chat("deepseek-reasoner", deltas, finish="stop", usage=None),
+               {"text": "ok"})
+    run = Run(make("chat", "deepseek", "deepseek-reasoner"))
+    await run.conv.turn("capital of France?")
+    await run.conv.turn("and Spain?")
+    assert "reasoning_content" not in json.dumps(server.requests[1].body)

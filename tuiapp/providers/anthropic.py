@@ -128,6 +128,7 @@ class AnthropicProvider(SdkProvider):
     def __init__(self, config: ProviderConfig, model: str) -> None:
         super().__init__(config, model)
         self.max_tokens = DEFAULT_MAX_TOKENS
+        self.model_limit: int | None = None  # learnt from a 400 "max_tokens: N > M"
 
     def _client_class(self) -> Any:
         from anthropic import AsyncAnthropic  # lazy: ~1-2 s of import
@@ -142,9 +143,7 @@ class AnthropicProvider(SdkProvider):
         budget = THINKING_BUDGET.get(self.reasoning or "")
         if budget is None:
             return {"max_tokens": self.max_tokens}
-        max_tokens = max(self.max_tokens, budget + DEFAULT_MAX_TOKENS)
-        if self.max_tokens < DEFAULT_MAX_TOKENS:  # lowered to the model's limit
-            max_tokens = self.max_tokens
+        max_tokens = self.model_limit or max(self.max_tokens, budget + DEFAULT_MAX_TOKENS)
         budget = max(MIN_BUDGET, min(budget, max_tokens - MIN_BUDGET))
         return {"max_tokens": max_tokens,
                 "thinking": {"type": "enabled", "budget_tokens": budget}}
@@ -158,7 +157,8 @@ class AnthropicProvider(SdkProvider):
                 limit = MAX_TOKENS_LIMIT.search(str(e))
                 if getattr(e, "status_code", None) != 400 or limit is None:
                     raise
-                self.max_tokens = int(limit.group(1))
+                self.model_limit = int(limit.group(1))
+                self.max_tokens = min(self.max_tokens, self.model_limit)
             return await client.messages.create(**kwargs, **self._limits())
         except Exception as e:
             raise self._fail(e) from e

@@ -55,7 +55,10 @@ def to_messages(messages: Sequence[Message], system: str | None,
                     }
                     for c in m.tool_calls
                 ]
-            if m.reasoning is not None and m.reasoning.origin == origin:
+            # Only next to tool calls, where a thinking server needs it to go on (DeepSeek's
+            # tool loop, OpenRouter's reasoning_details); earlier answers' reasoning is
+            # ignored or, by some servers, refused.
+            if m.tool_calls and m.reasoning is not None and m.reasoning.origin == origin:
                 msg.update(message_fields(m.reasoning.items))
             out.append(msg)
         elif m.role == "tool":
