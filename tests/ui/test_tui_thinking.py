@@ -100,3 +100,23 @@ async def test_footer_tokens_cost_and_resume_keeps_them(proj: Path) -> None:
         await wait_idle(pilot)
         assert "↑20 ↓10 tokens" in str(again.query_one(StatusFooter).render())
     store.close()
+
+
+async def test_footer_usage_fits_a_narrow_terminal(proj: Path) -> None:
+    app = app_for(proj)
+    async with app.run_test(size=(80, 24)) as pilot:
+        footer = app.query_one(StatusFooter)
+        footer.model = "openrouter/moonshotai/kimi-k2-0905"
+        footer.session_id = "abcdef12"
+        footer.usage = Usage(123_456, 45_678, 100_000, 30_000, 1.234)
+        await pilot.pause()
+        line = str(footer.render())
+        assert "↑123k ↓45.7k · $1.23" in line and "cached" not in line
+        assert footer.render().cell_length <= 80
+    wide = app_for(proj)
+    async with wide.run_test(size=(160, 24)) as pilot:
+        footer = wide.query_one(StatusFooter)
+        footer.usage = Usage(12_345, 900, 8_000, 640, 0.0123)
+        await pilot.pause()
+        assert "↑12.3k (8.0k cached) ↓900 (640 reasoning) tokens · $0.0123" in str(
+            footer.render())

@@ -190,6 +190,7 @@ class Conversation:
                 elif isinstance(item, StreamEnd):
                     stop = item.stop_reason
         except ProviderFailure as e:
+            self._flush_text()  # streamed reasoning goes before the error, not after it
             partial = "".join(text)
             if partial:
                 self._add(Message("assistant", partial, interrupted=True))

@@ -33,15 +33,16 @@ def short_count(n: int) -> str:
     return f"{n / 1000:.1f}k" if n < 100_000 else f"{n // 1000}k"
 
 
-def usage_text(u: Usage) -> str:
-    """`↑12.3k (8.0k cached) ↓900 (640 reasoning) tokens · $0.0123`: the parts that apply."""
+def usage_text(u: Usage, *, short: bool = False) -> str:
+    """`↑12.3k (8.0k cached) ↓900 (640 reasoning) tokens · $0.0123`: the parts that apply;
+    short (a narrow terminal): `↑12.3k ↓900 · $0.0123`."""
     text = f"↑{short_count(u.input_tokens)}"
-    if u.cached_tokens:
+    if u.cached_tokens and not short:
         text += f" ({short_count(u.cached_tokens)} cached)"
     text += f" ↓{short_count(u.output_tokens)}"
-    if u.reasoning_tokens:
+    if u.reasoning_tokens and not short:
         text += f" ({short_count(u.reasoning_tokens)} reasoning)"
-    text += " tokens"
+    text += "" if short else " tokens"
     if u.cost is not None:
         text += f" · ${u.cost:.4f}" if u.cost < 1 else f" · ${u.cost:.2f}"
     return text
@@ -57,16 +58,9 @@ class StatusFooter(Widget):
     label: reactive[str | None] = reactive(None)  # active agent / prompt
 
     def render(self) -> Content:
-        left: list[str | tuple[str, str]] = [(" ◆ ", "$accent"), (self.model, "bold")]
-        if self.label:
-            left += [("  │  ", "$text-muted"), (self.label, "$text-secondary")]
-        left += [("  │  ", "$text-muted"),
-                 (usage_text(self.base_usage + self.usage), "$text-muted")]
-        if self.session_id:
-            left += [("  │  ", "$text-muted"), (f"session {self.session_id}", "$text-muted")]
-        if STATE_LABEL.get(self.state):
-            left += [("  │  ", "$text-muted"), (STATE_LABEL[self.state], "$text-warning")]
-        left_c = Content.assemble(*left)
+        left_c = self._left(short=False)
+        if left_c.cell_length > self.size.width:  # narrow: the short usage form
+            left_c = self._left(short=True)
         # Keys on the right, as many as fit: the state and model matter more.
         room = self.size.width - left_c.cell_length - 2
         right_c = Content("")
@@ -79,3 +73,15 @@ class StatusFooter(Widget):
             right_c += text
         gap = max(1, self.size.width - left_c.cell_length - right_c.cell_length)
         return left_c + Content(" " * gap) + right_c
+
+    def _left(self, *, short: bool) -> Content:
+        left: list[str | tuple[str, str]] = [(" ◆ ", "$accent"), (self.model, "bold")]
+        if self.label:
+            left += [("  │  ", "$text-muted"), (self.label, "$text-secondary")]
+        left += [("  │  ", "$text-muted"),
+                 (usage_text(self.base_usage + self.usage, short=short), "$text-muted")]
+        if self.session_id:
+            left += [("  │  ", "$text-muted"), (f"session {self.session_id}", "$text-muted")]
+        if STATE_LABEL.get(self.state):
+            left += [("  │  ", "$text-muted"), (STATE_LABEL[self.state], "$text-warning")]
+        return Content.assemble(*left)
