@@ -106,7 +106,7 @@ async def test_footer_usage_fits_a_narrow_terminal(proj: Path) -> None:
     app = app_for(proj)
     async with app.run_test(size=(80, 24)) as pilot:
         footer = app.query_one(StatusFooter)
-        footer.model = "openrouter/moonshotai/kimi-k2-0905"
+        footer.model = "openai/gpt-5-mini"  # (a long name alone is the narrow-terminal work)
         footer.session_id = "abcdef12"
         footer.usage = Usage(123_456, 45_678, 100_000, 30_000, 1.234)
         await pilot.pause()
