@@ -514,3 +514,14 @@ async def test_earlier_answers_reasoning_is_not_resent(make: Make,
     await run.conv.turn("capital of France?")
     await run.conv.turn("and Spain?")
     assert "reasoning_content" not in json.dumps(server.requests[1].body)
+
+
+async def test_responses_off_falls_back_to_none_where_minimal_is_refused(
+        make: Make, server: FakeLLMServer) -> None:
+    server.add({"error": 400, "message": "Unsupported value: 'minimal' is not supported with "
+                                         "the 'gpt-5.1' model for 'reasoning.effort'."},
+               {"text": "ok"})
+    run = Run(make("responses", reasoning="off"))
+    assert await run.conv.turn("hi") == "end_turn"
+    assert [b.get("reasoning") for b in bodies(server)] == [{"effort": "minimal"},
+                                                            {"effort": "none"}]

@@ -98,12 +98,14 @@ def to_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
-def _effort(level: str | None) -> dict[str, Any]:
-    """`reasoning` for a level: "off" asks for the least the model allows (minimal)."""
+def _effort(level: str | None, least: str = "minimal") -> dict[str, Any]:
+    """`reasoning` for a level: "off" asks for the least the model allows (`minimal` for
+    gpt-5, `none` for the models after it)."""
     if level is None:
         return {"summary": "auto"}
-    return {"effort": "minimal" if level == "off" else level,
-            **({} if level == "off" else {"summary": "auto"})}
+    if level == "off":
+        return {"effort": least}
+    return {"effort": level, "summary": "auto"}
 
 
 def responses_usage(u: Any) -> Usage:
@@ -126,11 +128,12 @@ class ResponsesProvider(SdkProvider):
         # organisation may not have access to.
         self._send_reasoning = True
         self._send_summary = True
+        self._least = "minimal"  # "off": becomes "none" on a model that refuses minimal
 
     def _reasoning_param(self) -> dict[str, Any] | None:
         if not self._send_reasoning:
             return None
-        param = _effort(self.reasoning)
+        param = _effort(self.reasoning, self._least)
         if not self._send_summary:
             param.pop("summary", None)
         return param or None
@@ -138,7 +141,7 @@ class ResponsesProvider(SdkProvider):
     async def _open(self, kwargs: dict[str, Any]) -> Any:
         client = self._get_client()
         try:
-            for _ in range(2):
+            for _ in range(3):
                 param = self._reasoning_param()
                 try:
                     return await client.responses.create(
@@ -150,6 +153,8 @@ class ResponsesProvider(SdkProvider):
                         raise
                     if "summar" in text and "summary" in param:
                         self._send_summary = False
+                    elif "'minimal'" in text and self._least == "minimal":
+                        self._least = "none"
                     else:
                         self._send_reasoning = False
             return await client.responses.create(**kwargs)
