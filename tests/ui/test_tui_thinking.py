@@ -120,3 +120,20 @@ async def test_footer_usage_fits_a_narrow_terminal(proj: Path) -> None:
         await pilot.pause()
         assert "↑12.3k (8.0k cached) ↓900 (640 reasoning) tokens · $0.0123" in str(
             footer.render())
+
+
+async def test_two_megabytes_of_thinking_render_bounded(proj: Path) -> None:
+    from tuiapp.ui.widgets.thinking import PREVIEW_CHARS, SHOWN_CHARS
+
+    huge = "x" * 2_000_000  # one line, no spaces
+    deltas = [huge[i:i + 4096] for i in range(0, len(huge), 4096)]  # ~500 deltas
+    app = app_for(proj, provider=ScriptedProvider([thinking_reply(*deltas, answer="ok")]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await send(pilot, "think hard")
+        await wait_idle(pilot)
+        block = app.query_one(ThinkingBlock)
+        assert len(block.text) == 2_000_000
+        assert len(str(block.render())) < PREVIEW_CHARS + 100
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        assert SHOWN_CHARS <= len(str(block.render())) < SHOWN_CHARS + 100
