@@ -215,7 +215,7 @@ async def test_responses_reasoning_item_goes_back_with_encrypted_content(
 async def test_anthropic_thinking_blocks_go_back_signed_before_tool_use(
         make: Make, server: FakeLLMServer) -> None:
     server.add(recorded.anthropic_thinking_tool_use(), recorded.anthropic_followup())
-    run = Run(make("anthropic", "anthropic", "claude-test", reasoning="medium"))
+    run = Run(make("anthropic", "anthropic", "claude-opus-4-5", reasoning="medium"))
     assert await run.conv.turn("read notes") == "end_turn", run.of(ProviderError)
     assert run.thinking.startswith("I need the file to answer.")
     first, follow = bodies(server)
@@ -481,7 +481,7 @@ async def test_anthropic_thinking_fits_a_model_with_a_low_limit(make: Make,
     server.add({"error": 400, "message": "max_tokens: 32768 > 8192, which is the maximum "
                                          "allowed number of output tokens"},
                {"text": "ok"}, {"text": "again"})
-    run = Run(make("anthropic", reasoning="high"))
+    run = Run(make("anthropic", model="claude-haiku-4-5", reasoning="high"))
     assert await run.conv.turn("hi") == "end_turn"
     await run.conv.turn("more")
     sent = [(b["max_tokens"], b["thinking"]["budget_tokens"]) for b in bodies(server)]
@@ -525,3 +525,20 @@ async def test_responses_off_falls_back_to_none_where_minimal_is_refused(
     assert await run.conv.turn("hi") == "end_turn"
     assert [b.get("reasoning") for b in bodies(server)] == [{"effort": "minimal"},
                                                             {"effort": "none"}]
+
+
+async def test_anthropic_newer_models_think_adaptively(make: Make,
+                                                      server: FakeLLMServer) -> None:
+    server.add({"text": "a"},
+               {"error": 400, "message": "thinking.type.enabled is not supported for this "
+                                         "model. Use thinking.type.adaptive instead."},
+               {"text": "b"}, {"text": "c"})
+    await Run(make("anthropic", model="claude-opus-4-7", reasoning="low")).conv.turn("hi")
+    run = Run(make("anthropic", model="claude-opus-4-1", reasoning="high"))
+    await run.conv.turn("hi")
+    await run.conv.turn("again")
+    new, refused, flipped, remembered = bodies(server)
+    assert new["thinking"] == {"type": "adaptive"} and new["output_config"] == {"effort": "low"}
+    assert refused["thinking"]["type"] == "enabled"
+    assert flipped["thinking"] == {"type": "adaptive"} == remembered["thinking"]
+    assert flipped["output_config"] == {"effort": "high"}

@@ -36,6 +36,9 @@ DEFAULT_MAX_TOKENS = 8192
 MAX_TOKENS_LIMIT = re.compile(r"max_tokens: \d+ > (\d+)")
 STOP = {"stop_sequence": "end_turn", "model_context_window_exceeded": "max_tokens"}
 THINKING_BUDGET = {"low": 2048, "medium": 8192, "high": 24576}
+# Models that take a thinking budget; later ones think "adaptive"ly at an `effort` (the API
+# deprecates budgets for them). A model that refuses one form gets the other, once.
+BUDGET_MODELS = re.compile(r"claude-(3-7-sonnet|(sonnet|opus)-4-(0|1|5|2025)|haiku-4-5)")
 MIN_BUDGET = 1024  # the API's minimum
 THINKING_BLOCKS = ("thinking", "redacted_thinking")
 USAGE_FIELDS = ("output_tokens", "input_tokens", "cache_read_input_tokens",
@@ -129,6 +132,8 @@ class AnthropicProvider(SdkProvider):
         super().__init__(config, model)
         self.max_tokens = DEFAULT_MAX_TOKENS
         self.model_limit: int | None = None  # learnt from a 400 "max_tokens: N > M"
+        self.adaptive = not BUDGET_MODELS.match(model)
+        self._flipped = False  # the thinking form was switched after a 400
 
     def _client_class(self) -> Any:
         from anthropic import AsyncAnthropic  # lazy: ~1-2 s of import
@@ -143,6 +148,10 @@ class AnthropicProvider(SdkProvider):
         budget = THINKING_BUDGET.get(self.reasoning or "")
         if budget is None:
             return {"max_tokens": self.max_tokens}
+        if self.adaptive:
+            return {"max_tokens": self.model_limit or max(self.max_tokens, budget * 2),
+                    "thinking": {"type": "adaptive"},
+                    "output_config": {"effort": self.reasoning}}
         max_tokens = self.model_limit or max(self.max_tokens, budget + DEFAULT_MAX_TOKENS)
         budget = max(MIN_BUDGET, min(budget, max_tokens - MIN_BUDGET))
         return {"max_tokens": max_tokens,
@@ -151,14 +160,24 @@ class AnthropicProvider(SdkProvider):
     async def _open(self, kwargs: dict[str, Any]) -> Any:
         client = self._get_client()
         try:
-            try:
-                return await client.messages.create(**kwargs, **self._limits())
-            except Exception as e:
-                limit = MAX_TOKENS_LIMIT.search(str(e))
-                if getattr(e, "status_code", None) != 400 or limit is None:
-                    raise
-                self.model_limit = int(limit.group(1))
-                self.max_tokens = min(self.max_tokens, self.model_limit)
+            for _ in range(2):
+                limits = self._limits()
+                try:
+                    return await client.messages.create(**kwargs, **limits)
+                except Exception as e:
+                    text = str(e)
+                    limit = MAX_TOKENS_LIMIT.search(text)
+                    if getattr(e, "status_code", None) != 400:
+                        raise
+                    if limit is not None:
+                        self.model_limit = int(limit.group(1))
+                        self.max_tokens = min(self.max_tokens, self.model_limit)
+                    elif (not self._flipped and limits.get("thinking", {}).get("type")
+                          in ("enabled", "adaptive")
+                          and re.search(r"thinking|budget_tokens|output_config|effort", text)):
+                        self._flipped, self.adaptive = True, not self.adaptive
+                    else:
+                        raise
             return await client.messages.create(**kwargs, **self._limits())
         except Exception as e:
             raise self._fail(e) from e
