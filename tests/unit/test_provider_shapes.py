@@ -542,3 +542,16 @@ async def test_anthropic_newer_models_think_adaptively(make: Make,
     assert refused["thinking"]["type"] == "enabled"
     assert flipped["thinking"] == {"type": "adaptive"} == remembered["thinking"]
     assert flipped["output_config"] == {"effort": "high"}
+
+
+def test_responses_reasoning_without_encrypted_content_is_not_replayed() -> None:
+    from tuiapp.core.messages import Reasoning
+    from tuiapp.providers.openai_responses import to_input
+
+    origin = "responses|openai|gpt-5-mini"
+    items = ({"type": "reasoning", "id": "rs_9", "summary": []},
+             {"type": "message", "phase": "final_answer", "text": "hi"})
+    history = [Message("user", "q"), Message("assistant", "hi",
+                                             reasoning=Reasoning(origin, "", items))]
+    assert to_input(history, origin)[1:] == [
+        {"role": "assistant", "content": "hi", "phase": "final_answer"}]

@@ -45,7 +45,9 @@ def _replay(m: Message) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for item in m.reasoning.items:
         kind = item.get("type")
-        if kind == "reasoning":
+        if kind == "reasoning" and item.get("encrypted_content"):
+            # (without its encrypted content, a stateless request could only name the item
+            # by id, which the API cannot find: store is false)
             out.append({k: item[k] for k in REASONING_KEYS if item.get(k) is not None})
         elif kind == "message" and item.get("text"):
             msg = {"role": "assistant", "content": item["text"]}
