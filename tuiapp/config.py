@@ -39,9 +39,15 @@ class ProviderConfig(FrozenRecord):
     api_key_env: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     default_model: str | None = None
+    reasoning: str | None = None  # "low" | "medium" | "high" | "off"; None: the API's default
+    # per-million-token prices: {"input": …, "output": …, "cached_input": …}; "" = any model
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def prices_for(self, model: str) -> dict[str, float] | None:
+        return self.prices.get(model) or self.prices.get("")
 
 
 BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
@@ -268,6 +274,41 @@ def _kind_name(kinds: tuple[type, ...]) -> str:
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
+REASONING_LEVELS = ("off", "low", "medium", "high")
+PRICE_KEYS = ("input", "output", "cached_input")
+
+
+def _price_table(r: _Reader, key: str) -> dict[str, float] | None:
+    """[….prices] input / output (required) and cached_input: per million tokens."""
+    if key not in r.table:
+        return None
+    pr = r.sub(key)
+    table = {}
+    for k in pr.table:
+        if k not in PRICE_KEYS:
+            raise pr._err(k, f"unknown price; use {', '.join(PRICE_KEYS)} (per million tokens)")
+        v = pr.get(k, float)
+        if v < 0:
+            raise pr._err(k, "a price cannot be negative")
+        table[k] = v
+    for k in ("input", "output"):
+        if k not in table:
+            raise pr._err(k, "required (price per million tokens)")
+    return table
+
+
+def _prices(pr: _Reader) -> dict[str, dict[str, float]]:
+    """[providers.X.prices] for every model, [providers.X.models."M"] prices = {…} for one."""
+    out: dict[str, dict[str, float]] = {}
+    if (table := _price_table(pr, "prices")) is not None:
+        out[""] = table
+    models = pr.sub("models")
+    for model in models.table:
+        if (table := _price_table(models.sub(model), "prices")) is not None:
+            out[model] = table
+    return out
+
+
 def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Config:
     r = _Reader(file, data)
     providers = dict(BUILTIN_PROVIDERS)
@@ -290,6 +331,8 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
             api_key_env=pr.get("api_key_env", str, base.api_key_env if base else None),
             headers=pr.str_map("headers"),
             default_model=pr.get("default_model", str, base.default_model if base else None),
+            reasoning=pr.choice("reasoning", REASONING_LEVELS, base.reasoning if base else None),
+            prices=_prices(pr),
         )
 
     ar = r.sub("approval")

@@ -33,6 +33,14 @@ Script: a list of replies, consumed one per POST in order, whatever the API. A r
   {"stream_error": "Overloaded", "error_after": 2}   the API's in-stream error event after 2 deltas
   {"error": 429, "message": "slow down", "retry_after": 0}   an HTTP error in the API's JSON shape
                                           (401 echoes the received key, as real APIs partly do)
+  {"error": 429, "body": {...}}           an HTTP error with exactly this JSON body
+  {"sse": [{"event": "x", "data": {...}}, {"data": "[DONE]"}]}   these events verbatim (recorded
+                                          shapes: tests/fakes/recorded.py); "event" optional
+  {"require": ["\"reasoning_content\":\"Let", ...], "status": 400, "message": "…"}
+                                          the request body (compact JSON) must contain every
+                                          string, else this error answers (as real servers do
+                                          when the reasoning they need back is missing); when
+                                          it does, the rest of the reply is used as usual
 
 When the script runs out the server answers 400 "fake server: script exhausted", unless a
 `then` reply was given (FakeLLMServer(script, then={"echo": True}) answers forever).
@@ -513,6 +521,16 @@ class _Handler(BaseHTTPRequestHandler):
         if reply is None:
             self._send_json(400, error_body(api, 400, "fake server: script exhausted", ""))
             return
+        compact = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+        missing = [r for r in reply.get("require", ()) if r not in compact]
+        if missing:
+            status = int(reply.get("status", 400))
+            message = reply.get("message") or f"fake server: request lacks {missing[0]}"
+            self._send_json(status, error_body(api, status, message, ""))
+            return
+        if "error" in reply and "body" in reply:
+            self._send_json(int(reply["error"]), reply["body"])
+            return
         if "error" in reply:
             status = int(reply["error"])
             key = headers.get("x-api-key") or headers.get("authorization", "").removeprefix(
@@ -529,6 +547,8 @@ class _Handler(BaseHTTPRequestHandler):
             "chat": chat_events,
             "anthropic": anthropic_events,
         }[api]
+        if "sse" in reply:
+            events = lambda _plan: [_Ev(e.get("event"), e["data"]) for e in reply["sse"]]  # noqa: E731
         try:
             self._stream(api, plan, events(plan), reply)
         except _Cut:

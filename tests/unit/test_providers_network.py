@@ -445,7 +445,8 @@ async def test_429_then_success_honours_retry_after(
     await collect_retrying(make(api), items, base_delay=30)  # 30 s unless retry-after is used
     [retry] = [i for i in items if isinstance(i, Retrying)]
     assert (
-        retry.attempt == 1 and retry.delay == 0 and "rate limited (429): slow down" in retry.reason
+        retry.attempt == 1 and retry.delay == 0 and "rate limited (429): " in retry.reason
+        and retry.reason.endswith("slow down")
     )
     assert text_of(items) == "fine now" and items[-1] == StreamEnd("end_turn")
     assert len(server.requests) == 2

@@ -1,6 +1,8 @@
 """`kep run`: one prompt, headless. The reply streams to stdout; tool activity to stderr.
 
-Exit 0 ok, 1 provider or tool failure, 2 usage or config error.
+Exit 0 ok, 1 provider or tool failure or an unfinished reply (refusal, max_tokens, content
+filter…: the reason is on stderr, partial text stays on stdout), 2 usage or config error.
+Reasoning is never printed in text mode; --json has it as ReasoningDelta events.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from tuiapp.commands._common import fail, load_config
 from tuiapp.core import policy, session_admin
 from tuiapp.core.conversation import Approval, Approver, allow_all, deny_all
 from tuiapp.core.events import (
+    UNFINISHED_STOPS,
     Event,
     MessageAdded,
     Notice,
@@ -214,4 +217,4 @@ def main(args: argparse.Namespace) -> int:
         fail(str(e), e.code)
     finally:
         store.close()
-    return 1 if stop == "error" or printer.failed else 0
+    return 1 if stop == "error" or stop in UNFINISHED_STOPS or printer.failed else 0

@@ -11,10 +11,12 @@ from typing import Any, Protocol
 from tuiapp.config import ApprovalConfig
 from tuiapp.core import policy
 from tuiapp.core.events import (
+    UNFINISHED_STOPS,
     Event,
     MessageAdded,
     Notice,
     ProviderError,
+    ReasoningDelta,
     Retrying,
     TextDelta,
     ToolCallDecided,
@@ -24,7 +26,7 @@ from tuiapp.core.events import (
     TurnStarted,
     Usage,
 )
-from tuiapp.core.messages import Message, ToolCall
+from tuiapp.core.messages import Message, Reasoning, ToolCall
 from tuiapp.providers.base import Provider, ProviderFailure, StreamEnd, stream_with_retries
 from tuiapp.tools.model import ToolSpec
 from tuiapp.tools.schema import arguments_error
@@ -33,6 +35,7 @@ from tuiapp.tools.schema import arguments_error
 REPEAT_LIMIT = 2
 FAIR_SLICE = 0.002  # seconds a stream may hold the event loop before yielding
 TEXT_BATCH = 0.02  # seconds of text deltas emitted as one event
+PAUSE_LIMIT = 3  # pause_turn continuations kep makes by itself in one turn
 
 Emit = Callable[[Event], None]
 
@@ -80,12 +83,16 @@ class Conversation:
     def __post_init__(self) -> None:
         self._text: list[str] = []  # deltas not yet emitted (see _text_delta)
         self._text_timer: asyncio.TimerHandle | None = None
+        self._thinking = False  # the deltas in _text are reasoning
 
-    def _text_delta(self, text: str) -> None:
+    def _text_delta(self, text: str, thinking: bool = False) -> None:
         """Deltas that arrive within TEXT_BATCH of each other are emitted as one: a fast
         model sends thousands a second, and every sink (the session record's commit, the
         terminal, the UI) pays per event. A slow stream's text still goes out within
-        TEXT_BATCH, and always before the next other event."""
+        TEXT_BATCH, and always before the next other event. Reasoning is batched likewise."""
+        if thinking != self._thinking:
+            self._flush_text()
+            self._thinking = thinking
         self._text.append(text)
         if self._text_timer is None:
             self._text_timer = asyncio.get_running_loop().call_later(TEXT_BATCH,
@@ -98,7 +105,7 @@ class Conversation:
         if self._text:
             text = "".join(self._text)
             self._text.clear()
-            self.emit(TextDelta(text))
+            self.emit(ReasoningDelta(text) if self._thinking else TextDelta(text))
 
     def _add(self, message: Message) -> None:
         self._flush_text()
@@ -126,7 +133,7 @@ class Conversation:
 
     async def run_loop(self) -> str:
         seen: Counter[str] = Counter()
-        steps = 0
+        steps = pauses = 0
         while True:
             if steps >= self.max_steps:
                 self.emit(Notice(f"stopped after {steps} model requests (max_steps)", "warning"))
@@ -134,7 +141,12 @@ class Conversation:
                 return "max_steps"
             steps += 1
             outcome = await self._step()
+            if outcome == "pause_turn" and pauses < PAUSE_LIMIT:
+                pauses += 1  # the API paused a long turn: sending it back lets it go on
+                continue
             if isinstance(outcome, str):
+                if outcome in UNFINISHED_STOPS:
+                    self.emit(Notice(UNFINISHED_STOPS[outcome], "warning"))
                 self.emit(TurnEnded(outcome, steps))
                 return outcome
             await self._run_calls(outcome, seen)
@@ -144,6 +156,7 @@ class Conversation:
         tools = self.visible_tools()
         text: list[str] = []
         calls: list[ToolCall] = []
+        reasoning: Reasoning | None = None
         stop = "end_turn"
         loop = asyncio.get_running_loop()
         slice_end = loop.time() + FAIR_SLICE
@@ -159,13 +172,16 @@ class Conversation:
                 if isinstance(item, TextDelta):
                     text.append(item.text)
                     self._text_delta(item.text)
+                elif isinstance(item, ReasoningDelta):
+                    self._text_delta(item.text, thinking=True)
                 elif isinstance(item, ToolCall):
                     calls.append(item)
+                elif isinstance(item, Reasoning):
+                    reasoning = item
                 elif isinstance(item, Usage):
-                    self.usage = Usage(
-                        self.usage.input_tokens + item.input_tokens,
-                        self.usage.output_tokens + item.output_tokens,
-                    )
+                    cost = self.provider.cost(item)
+                    self.usage += Usage(item.input_tokens, item.output_tokens,
+                                        item.cached_tokens, item.reasoning_tokens, cost)
                     self._flush_text()
                     self.emit(self.usage)
                 elif isinstance(item, Retrying):
@@ -174,6 +190,7 @@ class Conversation:
                 elif isinstance(item, StreamEnd):
                     stop = item.stop_reason
         except ProviderFailure as e:
+            self._flush_text()  # streamed reasoning goes before the error, not after it
             partial = "".join(text)
             if partial:
                 self._add(Message("assistant", partial, interrupted=True))
@@ -184,7 +201,8 @@ class Conversation:
             self._add(Message("assistant", "".join(text), interrupted=True))
             self.emit(TurnEnded("interrupted"))
             raise
-        self._add(Message("assistant", "".join(text), tool_calls=tuple(calls)))
+        self._add(Message("assistant", "".join(text), tool_calls=tuple(calls),
+                          reasoning=reasoning))
         if not calls:
             return stop if stop != "tool_use" else "end_turn"
         return calls

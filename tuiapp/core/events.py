@@ -54,6 +54,13 @@ class TextDelta(Event):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class ReasoningDelta(Event):
+    """Streamed thinking or a reasoning summary: shown dimmed, never part of the answer."""
+
+    text: str
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class MessageAdded(Event):
     """A message appended to the history (user, assistant, tool result). The session store
     persists exactly these, so a resumed session is the history the model saw."""
@@ -63,8 +70,23 @@ class MessageAdded(Event):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Usage(Event):
+    """Tokens of one request (from a provider) or a conversation's running totals (emitted).
+    input_tokens include cached ones; output_tokens include reasoning ones. cost is in the
+    price table's currency, None when no prices are configured."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost: float | None = None
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = (None if self.cost is None and other.cost is None
+                else (self.cost or 0.0) + (other.cost or 0.0))
+        return Usage(self.input_tokens + other.input_tokens,
+                     self.output_tokens + other.output_tokens,
+                     self.cached_tokens + other.cached_tokens,
+                     self.reasoning_tokens + other.reasoning_tokens, cost)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -87,6 +109,19 @@ class ProviderError(Event):
 class TurnEnded(Event):
     stop_reason: str  # "end_turn" | "max_steps" | "interrupted" | "error" | "tool_use" …
     steps: int = 0
+
+
+# Stops that end a turn without a complete answer: each is shown as a notice, and `kep run`
+# exits 1 on them (reason → what the user reads).
+UNFINISHED_STOPS = {
+    "max_tokens": "the reply hit the output token limit (max_tokens) and was cut; "
+                  "the partial text is kept",
+    "refusal": "the model refused to answer (refusal)",
+    "content_filter": "the provider's content filter stopped the reply (content_filter)",
+    "incomplete": "the provider marked the reply incomplete",
+    "pause_turn": "the model paused its turn too many times (pause_turn); send a message "
+                  "to let it go on",
+}
 
 
 @dataclass(frozen=True, eq=False, repr=False)

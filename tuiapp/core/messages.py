@@ -31,6 +31,8 @@ class ToolCall:
             value = json.loads(text)
         except json.JSONDecodeError as e:
             return cls(id, name, {}, raw, f"arguments are not valid JSON: {e.msg} at char {e.pos}")
+        if value is None:  # some servers send `null` for a call without arguments
+            return cls(id, name, {}, raw)
         if not isinstance(value, dict):
             return cls(
                 id, name, {}, raw, f"arguments must be a JSON object, got {type(value).__name__}"
@@ -43,6 +45,32 @@ class ToolCall:
 
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    """A model's reasoning kept with its assistant message.
+
+    `origin` ("api|provider|model") says where it came from: providers send `items` back only
+    to that same origin (each API rejects another's reasoning, and encrypted reasoning is bound
+    to the model), so switching model mid-session simply leaves it out. `items` are wire items
+    exactly as received, in the reply's order (see each provider's replay); `text` is what the
+    user saw in the thinking block.
+    """
+
+    origin: str
+    text: str = ""
+    items: tuple[dict[str, Any], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"origin": self.origin, "text": self.text, "items": list(self.items)}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Reasoning | None:
+        if not isinstance(d, dict) or not isinstance(d.get("origin"), str):
+            return None  # a record from another kep version: show and send nothing
+        items = tuple(i for i in d.get("items") or () if isinstance(i, dict))
+        return cls(d["origin"], str(d.get("text") or ""), items)
 
 
 @dataclass(frozen=True)
@@ -59,6 +87,8 @@ class Message:
     interrupted: bool = False
     # image attachments (paths) for user messages, from `.image` statements
     images: tuple[str, ...] = field(default=())
+    # assistant: the provider's reasoning (thinking blocks, reasoning items, reasoning_content)
+    reasoning: Reasoning | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"role": self.role, "content": self.content}
@@ -81,6 +111,8 @@ class Message:
             d["interrupted"] = True
         if self.images:
             d["images"] = list(self.images)
+        if self.reasoning is not None:
+            d["reasoning"] = self.reasoning.to_dict()
         return d
 
     @classmethod
@@ -98,4 +130,5 @@ class Message:
             is_error=bool(d.get("is_error")),
             interrupted=bool(d.get("interrupted")),
             images=tuple(d.get("images", ())),
+            reasoning=Reasoning.from_dict(d.get("reasoning")),
         )

@@ -105,6 +105,9 @@ CREATE TABLE IF NOT EXISTS usage (   -- one row per run (a Conversation's cumula
     PRIMARY KEY (session_id, run)
 );
 """
+# Columns added since schema 1 (ALTER TABLE on open: additive, older kep versions ignore them).
+_USAGE_EXTRA = {"cached_tokens": "INTEGER NOT NULL DEFAULT 0",
+                "reasoning_tokens": "INTEGER NOT NULL DEFAULT 0", "cost": "REAL"}
 
 
 class StoreError(Exception):
@@ -236,6 +239,10 @@ class Store:
                 # executescript() would COMMIT our transaction first: run statements one by one.
                 for statement in filter(str.strip, _SCHEMA.split(";\n")):
                     conn.execute(statement)
+                have = {r[1] for r in conn.execute("PRAGMA table_info(usage)")}
+                for column, kind in _USAGE_EXTRA.items():
+                    if column not in have:
+                        conn.execute(f"ALTER TABLE usage ADD COLUMN {column} {kind}")
                 conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             return store
         except (sqlite3.Error, OSError) as e:
@@ -356,6 +363,15 @@ class Store:
             history.append(Message("assistant", draft, interrupted=True))
         return history_for_model(history) if for_resume else history
 
+    def session_usage(self, session_id: str) -> Usage:
+        """The tokens (and cost, when priced) of every run of a session: what a resumed
+        session starts its counter from."""
+        row = self._db.execute(
+            "SELECT coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0),"
+            " coalesce(sum(cached_tokens), 0), coalesce(sum(reasoning_tokens), 0), sum(cost)"
+            " FROM usage WHERE session_id=?", (session_id,)).fetchone()
+        return Usage(*row)
+
     def tool_calls(self, session_id: str) -> list[ToolCallRecord]:
         rows = self._db.execute(
             "SELECT message_seq, call_id, name, arguments, source, status, decision, rule, reason,"
@@ -424,9 +440,10 @@ class Store:
             with self._tx() as db:
                 # Without begin_run (no SessionRecorder), a run starts at the first Usage.
                 run = self._runs.get(session_id) or self._new_run(db, session_id)
-                db.execute("UPDATE usage SET input_tokens=?, output_tokens=?"
-                           " WHERE session_id=? AND run=?",
-                           (event.input_tokens, event.output_tokens, session_id, run))
+                db.execute("UPDATE usage SET input_tokens=?, output_tokens=?, cached_tokens=?,"
+                           " reasoning_tokens=?, cost=? WHERE session_id=? AND run=?",
+                           (event.input_tokens, event.output_tokens, event.cached_tokens,
+                            event.reasoning_tokens, event.cost, session_id, run))
 
     def _add_message(self, db: sqlite3.Connection, session_id: str, message: Message) -> None:
         now = time.time()

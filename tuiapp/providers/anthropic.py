@@ -3,6 +3,11 @@
 Messages must alternate user/assistant, so consecutive same-role messages are merged: the tool
 results of one step travel as ONE user message of `tool_result` blocks (errors flagged
 `is_error`). The `system` prompt is the top-level `system` parameter.
+
+Extended thinking (`reasoning` set): the `thinking` / `redacted_thinking` blocks, with their
+signatures, go back unchanged and in their place before `tool_use` in the assistant turn; the
+API rejects a tool loop without them. They are kept in the message's Reasoning (the reply's
+blocks in order) and replayed only to the model they came from.
 """
 
 from __future__ import annotations
@@ -12,8 +17,8 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from tuiapp.config import ProviderConfig
-from tuiapp.core.events import TextDelta, Usage
-from tuiapp.core.messages import Message, ToolCall
+from tuiapp.core.events import ReasoningDelta, TextDelta, Usage
+from tuiapp.core.messages import Message, Reasoning, ToolCall
 from tuiapp.providers.base import ProviderFailure, StreamEnd, StreamItem
 from tuiapp.providers.wire import (
     SdkProvider,
@@ -30,9 +35,39 @@ DEFAULT_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 8192
 MAX_TOKENS_LIMIT = re.compile(r"max_tokens: \d+ > (\d+)")
 STOP = {"stop_sequence": "end_turn", "model_context_window_exceeded": "max_tokens"}
+THINKING_BUDGET = {"low": 2048, "medium": 8192, "high": 24576}
+# Models that take a thinking budget; later ones think "adaptive"ly at an `effort` (the API
+# deprecates budgets for them). A model that refuses one form gets the other, once.
+BUDGET_MODELS = re.compile(r"claude-(3-7-sonnet|(sonnet|opus)-4-(0|1|5|2025)|haiku-4-5)")
+MIN_BUDGET = 1024  # the API's minimum
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+USAGE_FIELDS = ("output_tokens", "input_tokens", "cache_read_input_tokens",
+                "cache_creation_input_tokens")
 
 
-def to_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def _tool_use(c: ToolCall) -> dict[str, Any]:
+    return {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+
+
+def _assistant_blocks(m: Message, origin: str) -> list[dict[str, Any]]:
+    if m.reasoning is None or m.reasoning.origin != origin:
+        blocks = [{"type": "text", "text": m.content}] if m.content else []
+        return blocks + [_tool_use(c) for c in m.tool_calls]
+    # This model's own reply: its blocks as they came (thinking first, signatures intact).
+    calls = {c.id: c for c in m.tool_calls}
+    out: list[dict[str, Any]] = []
+    for block in m.reasoning.items:
+        kind = block.get("type")
+        if kind in THINKING_BLOCKS:
+            out.append(dict(block))
+        elif kind == "text" and block.get("text"):
+            out.append({"type": "text", "text": block["text"]})
+        elif kind == "tool_use" and (call := calls.pop(block.get("id"), None)):
+            out.append(_tool_use(call))
+    return out + [_tool_use(c) for c in calls.values()]
+
+
+def to_messages(messages: Sequence[Message], origin: str = "") -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
 
     def add(role: str, blocks: list[dict[str, Any]]) -> None:
@@ -47,12 +82,7 @@ def to_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
         if m.role == "user":
             add("user", _user_blocks(m))
         elif m.role == "assistant":
-            blocks = [{"type": "text", "text": m.content}] if m.content else []
-            blocks += [
-                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
-                for c in m.tool_calls
-            ]
-            add("assistant", blocks)
+            add("assistant", _assistant_blocks(m, origin))
         elif m.role == "tool":
             result = {
                 "type": "tool_result",
@@ -101,23 +131,54 @@ class AnthropicProvider(SdkProvider):
     def __init__(self, config: ProviderConfig, model: str) -> None:
         super().__init__(config, model)
         self.max_tokens = DEFAULT_MAX_TOKENS
+        self.model_limit: int | None = None  # learnt from a 400 "max_tokens: N > M"
+        self.adaptive = not BUDGET_MODELS.match(model)
+        self._flipped = False  # the thinking form was switched after a 400
 
     def _client_class(self) -> Any:
         from anthropic import AsyncAnthropic  # lazy: ~1-2 s of import
 
         return AsyncAnthropic
 
+    def _limits(self) -> dict[str, Any]:
+        """max_tokens, and `thinking` for the reasoning level (its budget must stay below
+        max_tokens, so the budget is capped by the model's limit)."""
+        if self.reasoning == "off":
+            return {"max_tokens": self.max_tokens, "thinking": {"type": "disabled"}}
+        budget = THINKING_BUDGET.get(self.reasoning or "")
+        if budget is None:
+            return {"max_tokens": self.max_tokens}
+        if self.adaptive:
+            return {"max_tokens": self.model_limit or max(self.max_tokens, budget * 2),
+                    "thinking": {"type": "adaptive"},
+                    "output_config": {"effort": self.reasoning}}
+        max_tokens = self.model_limit or max(self.max_tokens, budget + DEFAULT_MAX_TOKENS)
+        budget = max(MIN_BUDGET, min(budget, max_tokens - MIN_BUDGET))
+        return {"max_tokens": max_tokens,
+                "thinking": {"type": "enabled", "budget_tokens": budget}}
+
     async def _open(self, kwargs: dict[str, Any]) -> Any:
         client = self._get_client()
         try:
-            try:
-                return await client.messages.create(**kwargs, max_tokens=self.max_tokens)
-            except Exception as e:
-                limit = MAX_TOKENS_LIMIT.search(str(e))
-                if getattr(e, "status_code", None) != 400 or limit is None:
-                    raise
-                self.max_tokens = int(limit.group(1))
-            return await client.messages.create(**kwargs, max_tokens=self.max_tokens)
+            for _ in range(2):
+                limits = self._limits()
+                try:
+                    return await client.messages.create(**kwargs, **limits)
+                except Exception as e:
+                    text = str(e)
+                    limit = MAX_TOKENS_LIMIT.search(text)
+                    if getattr(e, "status_code", None) != 400:
+                        raise
+                    if limit is not None:
+                        self.model_limit = int(limit.group(1))
+                        self.max_tokens = min(self.max_tokens, self.model_limit)
+                    elif (not self._flipped and limits.get("thinking", {}).get("type")
+                          in ("enabled", "adaptive")
+                          and re.search(r"thinking|budget_tokens|output_config|effort", text)):
+                        self._flipped, self.adaptive = True, not self.adaptive
+                    else:
+                        raise
+            return await client.messages.create(**kwargs, **self._limits())
         except Exception as e:
             raise self._fail(e) from e
 
@@ -126,7 +187,7 @@ class AnthropicProvider(SdkProvider):
     ) -> AsyncIterator[StreamItem]:
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": to_messages(messages),
+            "messages": to_messages(messages, self.origin),
             "stream": True,
         }
         if system_prompt := system_text(messages, system):
@@ -136,30 +197,50 @@ class AnthropicProvider(SdkProvider):
         events = await self._open(kwargs)
 
         blocks: dict[int, tuple[str, str, list[str]]] = {}  # index → tool id, name, json parts
+        open_blocks: dict[int, dict[str, Any]] = {}  # index → thinking / text block so far
+        kept: list[dict[str, Any]] = []  # the reply's blocks in order, for the next request
+        shown: list[str] = []
         stop: str | None = None
         done = False
-        input_tokens = output_tokens = 0
+        counts: dict[str, int] = {}
         try:
             async for ev in events:
                 kind = ev.type
                 if kind == "content_block_delta":
                     delta = ev.delta
+                    block = open_blocks.get(ev.index)
                     if delta.type == "text_delta" and delta.text:
+                        if block is not None:
+                            block["text"] += delta.text
                         yield TextDelta(delta.text)
                     elif delta.type == "input_json_delta" and ev.index in blocks:
                         blocks[ev.index][2].append(delta.partial_json or "")
-                elif kind == "content_block_start" and ev.content_block.type == "tool_use":
-                    blocks[ev.index] = (ev.content_block.id, ev.content_block.name, [])
+                    elif delta.type == "thinking_delta" and block is not None:
+                        block["thinking"] += delta.thinking
+                        shown.append(delta.thinking)
+                        yield ReasoningDelta(delta.thinking)
+                    elif delta.type == "signature_delta" and block is not None:
+                        block["signature"] = block.get("signature", "") + delta.signature
+                elif kind == "content_block_start":
+                    cb = ev.content_block
+                    if cb.type == "tool_use":
+                        blocks[ev.index] = (cb.id, cb.name, [])
+                    elif cb.type in (*THINKING_BLOCKS, "text"):
+                        open_blocks[ev.index] = cb.model_dump(mode="json", exclude_none=True)
                 elif kind == "content_block_stop" and ev.index in blocks:
                     call_id, name, parts = blocks.pop(ev.index)
+                    kept.append({"type": "tool_use", "id": call_id})
                     yield ToolCall.from_raw(call_id, name, "".join(parts))
+                elif kind == "content_block_stop" and ev.index in open_blocks:
+                    block = open_blocks.pop(ev.index)
+                    kept.append({k: v for k, v in block.items() if k != "citations"})
+                    if block["type"] == "thinking" and shown and not shown[-1].endswith("\n"):
+                        shown.append("\n\n")
                 elif kind == "message_start":
-                    input_tokens = ev.message.usage.input_tokens or 0
-                    output_tokens = ev.message.usage.output_tokens or 0
+                    self._usage(ev.message.usage, counts)
                 elif kind == "message_delta":
                     stop = ev.delta.stop_reason or stop
-                    output_tokens = ev.usage.output_tokens or output_tokens
-                    input_tokens = getattr(ev.usage, "input_tokens", None) or input_tokens
+                    self._usage(ev.usage, counts)
                 elif kind == "message_stop":
                     done = True
         except Exception as e:
@@ -171,6 +252,21 @@ class AnthropicProvider(SdkProvider):
                 f"{self.config.name}: the stream ended before the reply was complete",
                 retryable=True,
             )
-        yield Usage(input_tokens, output_tokens)
+        if any(b["type"] in THINKING_BLOCKS for b in kept):
+            yield Reasoning(self.origin, "".join(shown).strip(), tuple(kept))
+        # Anthropic counts cache reads and writes apart from input_tokens; kep's input is all.
+        cached = counts.get("cache_read_input_tokens", 0)
+        yield Usage(sum(counts.get(k, 0) for k in USAGE_FIELDS[1:]),
+                    counts.get("output_tokens", 0), cached)
         stop = stop or "end_turn"
         yield StreamEnd(STOP.get(stop, stop))
+
+    @staticmethod
+    def _usage(u: Any, counts: dict[str, int]) -> dict[str, int]:
+        """message_delta repeats (cumulatively) what message_start said; a field it leaves
+        out keeps its earlier value."""
+        for name in USAGE_FIELDS:
+            value = getattr(u, name, None)
+            if isinstance(value, int):
+                counts[name] = value
+        return counts

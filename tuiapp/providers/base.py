@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from tuiapp.config import ProviderConfig
-from tuiapp.core.events import Retrying, TextDelta, Usage
-from tuiapp.core.messages import Message, ToolCall
+from tuiapp.core.events import ReasoningDelta, Retrying, TextDelta, Usage
+from tuiapp.core.messages import Message, Reasoning, ToolCall
 from tuiapp.tools.model import ToolSpec
 
 
@@ -21,8 +21,9 @@ class StreamEnd:
     stop_reason: str
 
 
-# What Provider.stream yields. Tool calls are yielded whole, once their arguments are complete.
-StreamItem = TextDelta | ToolCall | Usage | StreamEnd
+# What Provider.stream yields. Tool calls are yielded whole, once their arguments are complete;
+# Reasoning (what the API needs back with this reply) once, before StreamEnd.
+StreamItem = TextDelta | ReasoningDelta | Reasoning | ToolCall | Usage | StreamEnd
 
 
 class ProviderFailure(Exception):
@@ -49,10 +50,28 @@ class Provider(ABC):
     def __init__(self, config: ProviderConfig, model: str) -> None:
         self.config = config
         self.model = model
+        # "off" | "low" | "medium" | "high", or None for the API's default; the palette sets it.
+        self.reasoning: str | None = config.reasoning
 
     @property
     def label(self) -> str:
         return f"{self.config.name}/{self.model}" if self.model else self.config.name
+
+    @property
+    def origin(self) -> str:
+        """Where reasoning comes from; only reasoning of the same origin is sent back."""
+        return f"{self.config.api}|{self.config.name}|{self.model}"
+
+    def cost(self, usage: Usage) -> float | None:
+        """The price of one request's tokens, when prices are configured for this model."""
+        prices = self.config.prices_for(self.model)
+        if not prices:
+            return None
+        cached = min(usage.cached_tokens, usage.input_tokens)
+        total = ((usage.input_tokens - cached) * prices["input"]
+                 + cached * prices.get("cached_input", prices["input"])
+                 + usage.output_tokens * prices["output"])
+        return total / 1_000_000
 
     @abstractmethod
     def stream(

@@ -1,19 +1,23 @@
 """OpenAI Chat Completions, streamed: OpenRouter, Ollama, LM Studio, vLLM, llama.cpp and any
 `[providers.X] api = "chat"` server.
 
-Servers differ in small ways, handled here: some reject `stream_options` (asked for usage, dropped
-once on a 400 that names it), some omit tool call ids or finish with "stop" after tool calls.
+Servers differ in small ways, handled here: some reject `stream_options` or `reasoning_effort`
+(each dropped once on a 400 that names it), some omit tool call ids or finish with "stop" after
+tool calls, some never send a finish_reason at all. A stream is complete when it ends with
+`data: [DONE]`; without it, it was cut. Content and reasoning shapes: chat_shapes.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import secrets
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from tuiapp.config import ProviderConfig
-from tuiapp.core.events import TextDelta, Usage
-from tuiapp.core.messages import Message, ToolCall
+from tuiapp.core.events import ReasoningDelta, TextDelta, Usage
+from tuiapp.core.messages import Message, Reasoning, ToolCall
 from tuiapp.providers.base import ProviderFailure, StreamEnd, StreamItem
+from tuiapp.providers.chat_shapes import ReasoningFields, message_fields, split_content
 from tuiapp.providers.wire import (
     SdkProvider,
     call_arguments_json,
@@ -32,7 +36,8 @@ FINISH = {
 }
 
 
-def to_messages(messages: Sequence[Message], system: str | None) -> list[dict[str, Any]]:
+def to_messages(messages: Sequence[Message], system: str | None,
+                origin: str = "") -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for m in clean_history(messages):
         if m.role in ("user", "system"):
@@ -50,6 +55,11 @@ def to_messages(messages: Sequence[Message], system: str | None) -> list[dict[st
                     }
                     for c in m.tool_calls
                 ]
+            # Only next to tool calls, where a thinking server needs it to go on (DeepSeek's
+            # tool loop, OpenRouter's reasoning_details); earlier answers' reasoning is
+            # ignored or, by some servers, refused.
+            if m.tool_calls and m.reasoning is not None and m.reasoning.origin == origin:
+                msg.update(message_fields(m.reasoning.items))
             out.append(msg)
         elif m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
@@ -77,12 +87,40 @@ def to_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
+def done_watcher(stream: Any) -> Callable[[], bool]:
+    """Whether the stream's `data: [DONE]` arrived. The SDK ends iteration at [DONE] and at a
+    body that just stops alike, so we look at its server-sent events as they pass (the SDK
+    reads them lazily, through this method, once iteration starts)."""
+    seen = [False]
+    events = getattr(stream, "_iter_events", None)
+    if events is None:  # another SDK shape: trust the stream's end
+        return lambda: True
+
+    async def watched() -> AsyncIterator[Any]:
+        async for sse in events():
+            if sse.data.startswith("[DONE]"):
+                seen[0] = True
+            yield sse
+
+    stream._iter_events = watched
+    return lambda: seen[0]
+
+
+def chat_usage(u: Any) -> Usage:
+    prompt = getattr(u, "prompt_tokens_details", None)
+    completion = getattr(u, "completion_tokens_details", None)
+    cached = getattr(prompt, "cached_tokens", None) or getattr(u, "prompt_cache_hit_tokens", None)
+    return Usage(u.prompt_tokens or 0, u.completion_tokens or 0, int(cached or 0),
+                 int(getattr(completion, "reasoning_tokens", None) or 0))
+
+
 class ChatProvider(SdkProvider):
     default_url = DEFAULT_URL
 
     def __init__(self, config: ProviderConfig, model: str) -> None:
         super().__init__(config, model)
         self._ask_usage = True  # cleared if the server rejects stream_options
+        self._send_effort = True  # cleared if the server rejects reasoning_effort
 
     def _client_class(self) -> Any:
         from openai import AsyncOpenAI  # lazy: ~1 s of import
@@ -92,15 +130,20 @@ class ChatProvider(SdkProvider):
     async def _open(self, kwargs: dict[str, Any]) -> Any:
         client = self._get_client()
         try:
-            if self._ask_usage:
+            for _ in range(3):  # at most one retry per optional parameter
+                extra: dict[str, Any] = {}
+                if self._ask_usage:
+                    extra["stream_options"] = {"include_usage": True}
+                if self._send_effort and self.reasoning in ("low", "medium", "high"):
+                    extra["reasoning_effort"] = self.reasoning
                 try:
-                    return await client.chat.completions.create(
-                        **kwargs, stream_options={"include_usage": True}
-                    )
+                    return await client.chat.completions.create(**kwargs, **extra)
                 except Exception as e:
-                    if getattr(e, "status_code", None) != 400 or "stream_options" not in str(e):
+                    rejected = [k for k in extra if k in str(e)]
+                    if getattr(e, "status_code", None) != 400 or not rejected:
                         raise
-                    self._ask_usage = False
+                    self._ask_usage &= "stream_options" not in rejected
+                    self._send_effort &= "reasoning_effort" not in rejected
             return await client.chat.completions.create(**kwargs)
         except Exception as e:
             raise self._fail(e) from e
@@ -110,26 +153,33 @@ class ChatProvider(SdkProvider):
     ) -> AsyncIterator[StreamItem]:
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": to_messages(messages, system),
+            "messages": to_messages(messages, system, self.origin),
             "stream": True,
         }
         if tools:
             kwargs["tools"] = to_tools(tools)
         chunks = await self._open(kwargs)
+        got_done = done_watcher(chunks)
 
         calls: dict[int, list[Any]] = {}  # index → [id, name, [argument fragments]]
         finish: str | None = None
         usage: Usage | None = None
+        reasoning = ReasoningFields()
+        shown: list[str] = []
         try:
             async for chunk in chunks:
                 if chunk.usage is not None:
-                    usage = Usage(
-                        chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0
-                    )
+                    usage = chat_usage(chunk.usage)
                 for choice in (chunk.choices or [])[:1]:
                     delta = choice.delta
-                    if delta is not None and delta.content:
-                        yield TextDelta(delta.content)
+                    if delta is not None:
+                        text, thought = split_content(delta.content)
+                        thought = reasoning.add(delta) or thought
+                        if thought:
+                            shown.append(thought)
+                            yield ReasoningDelta(thought)
+                        if text:
+                            yield TextDelta(text)
                     for tc in (delta.tool_calls if delta is not None else None) or ():
                         self._add_fragment(calls, tc)
                     if choice.finish_reason:
@@ -138,17 +188,21 @@ class ChatProvider(SdkProvider):
             raise self._fail(e, streaming=True) from e
         finally:
             await chunks.close()
-        if finish is None:
+        if not got_done():
             raise ProviderFailure(
                 f"{self.config.name}: the stream ended before the reply was complete",
                 retryable=True,
             )
         for index in sorted(calls):
             call_id, name, parts = calls[index]
-            yield ToolCall.from_raw(call_id or f"call_{index}", name, "".join(parts))
+            # A server that sent no id gets one of ours: unique, so kep's records keep calls
+            # apart, and 9 letters/digits, the one shape every server accepts back (Mistral).
+            yield ToolCall.from_raw(call_id or secrets.token_hex(5)[:9], name, "".join(parts))
+        if shown or reasoning.items():
+            yield Reasoning(self.origin, "".join(shown), reasoning.items())
         if usage is not None:
             yield usage
-        stop = FINISH.get(finish, finish)
+        stop = FINISH.get(finish or "stop", finish or "stop")
         yield StreamEnd("tool_use" if calls and stop == "end_turn" else stop)
 
     @staticmethod

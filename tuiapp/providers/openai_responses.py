@@ -1,7 +1,11 @@
 """OpenAI Responses API (the `openai/…` models), streamed through the official SDK.
 
 kep keeps the whole history itself, so every request is stateless (`store=False`) and carries
-the conversation as input items: messages, `function_call` and `function_call_output`.
+the conversation as input items: messages, `function_call` and `function_call_output`. Reasoning
+models need their reasoning back at every tool step: stateless, that means the reasoning items
+with their encrypted content (asked for through `include`), replayed in the reply's order, with
+each assistant message's `phase`. They are kept in the message's Reasoning and sent back only
+to the model they came from.
 """
 
 from __future__ import annotations
@@ -9,8 +13,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from tuiapp.core.events import TextDelta, Usage
-from tuiapp.core.messages import Message, ToolCall
+from tuiapp.core.events import ReasoningDelta, TextDelta, Usage
+from tuiapp.core.messages import Message, Reasoning, ToolCall
 from tuiapp.providers.base import ProviderFailure, StreamEnd, StreamItem
 from tuiapp.providers.wire import (
     SdkProvider,
@@ -22,10 +26,40 @@ from tuiapp.providers.wire import (
 from tuiapp.tools.model import ToolSpec
 
 DEFAULT_URL = "https://api.openai.com/v1"
-INCOMPLETE_REASONS = {"max_output_tokens": "max_tokens"}
+INCOMPLETE_REASONS = {"max_output_tokens": "max_tokens", "content_filter": "content_filter"}
+INCLUDE = ["reasoning.encrypted_content"]
+# Reasoning item fields sent back (status is output-only).
+REASONING_KEYS = ("type", "id", "summary", "content", "encrypted_content")
 
 
-def to_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def _call_item(c: ToolCall) -> dict[str, Any]:
+    return {"type": "function_call", "call_id": c.id, "name": c.name,
+            "arguments": call_arguments_json(c.arguments)}
+
+
+def _replay(m: Message) -> list[dict[str, Any]]:
+    """A reply of this same model, item by item as it came: reasoning, messages with their
+    phase, calls (those still answered after clean-up)."""
+    assert m.reasoning is not None
+    calls = {c.id: c for c in m.tool_calls}
+    out: list[dict[str, Any]] = []
+    for item in m.reasoning.items:
+        kind = item.get("type")
+        if kind == "reasoning" and item.get("encrypted_content"):
+            # (without its encrypted content, a stateless request could only name the item
+            # by id, which the API cannot find: store is false)
+            out.append({k: item[k] for k in REASONING_KEYS if item.get(k) is not None})
+        elif kind == "message" and item.get("text"):
+            msg = {"role": "assistant", "content": item["text"]}
+            if item.get("phase"):
+                msg["phase"] = item["phase"]
+            out.append(msg)
+        elif kind == "function_call" and (call := calls.pop(item.get("call_id"), None)):
+            out.append(_call_item(call))
+    return out + [_call_item(c) for c in calls.values()]
+
+
+def to_input(messages: Sequence[Message], origin: str = "") -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for m in clean_history(messages):
         if m.role == "user":
@@ -33,17 +67,12 @@ def to_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
         elif m.role == "system":
             items.append({"role": "system", "content": m.content})
         elif m.role == "assistant":
+            if m.reasoning is not None and m.reasoning.origin == origin:
+                items += _replay(m)
+                continue
             if m.content:
                 items.append({"role": "assistant", "content": m.content})
-            items += [
-                {
-                    "type": "function_call",
-                    "call_id": c.id,
-                    "name": c.name,
-                    "arguments": call_arguments_json(c.arguments),
-                }
-                for c in m.tool_calls
-            ]
+            items += [_call_item(c) for c in m.tool_calls]
         elif m.role == "tool":
             items.append(
                 {"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content}
@@ -71,8 +100,68 @@ def to_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
+def _effort(level: str | None, least: str = "minimal") -> dict[str, Any]:
+    """`reasoning` for a level: "off" asks for the least the model allows (`minimal` for
+    gpt-5, `none` for the models after it)."""
+    if level is None:
+        return {"summary": "auto"}
+    if level == "off":
+        return {"effort": least}
+    return {"effort": level, "summary": "auto"}
+
+
+def responses_usage(u: Any) -> Usage:
+    cached = getattr(getattr(u, "input_tokens_details", None), "cached_tokens", None)
+    thought = getattr(getattr(u, "output_tokens_details", None), "reasoning_tokens", None)
+    return Usage(u.input_tokens or 0, u.output_tokens or 0, int(cached or 0), int(thought or 0))
+
+
+def _message_text(item: Any) -> str:
+    return "".join(getattr(part, "text", None) or getattr(part, "refusal", None) or ""
+                   for part in (getattr(item, "content", None) or ()))
+
+
 class ResponsesProvider(SdkProvider):
     default_url = DEFAULT_URL
+
+    def __init__(self, config: Any, model: str) -> None:
+        super().__init__(config, model)
+        # Cleared on a 400 that names them: models without reasoning, or summaries an
+        # organisation may not have access to.
+        self._send_reasoning = True
+        self._send_summary = True
+        self._least = "minimal"  # "off": becomes "none" on a model that refuses minimal
+
+    def _reasoning_param(self) -> dict[str, Any] | None:
+        if not self._send_reasoning:
+            return None
+        param = _effort(self.reasoning, self._least)
+        if not self._send_summary:
+            param.pop("summary", None)
+        return param or None
+
+    async def _open(self, kwargs: dict[str, Any]) -> Any:
+        client = self._get_client()
+        try:
+            for _ in range(3):
+                param = self._reasoning_param()
+                try:
+                    return await client.responses.create(
+                        **kwargs, **({"reasoning": param} if param else {}))
+                except Exception as e:
+                    text = str(e)
+                    if getattr(e, "status_code", None) != 400 or "reasoning" not in text \
+                            or not param:
+                        raise
+                    if "summar" in text and "summary" in param:
+                        self._send_summary = False
+                    elif "'minimal'" in text and self._least == "minimal":
+                        self._least = "none"
+                    else:
+                        self._send_reasoning = False
+            return await client.responses.create(**kwargs)
+        except Exception as e:
+            raise self._fail(e) from e
 
     def _client_class(self) -> Any:
         from openai import AsyncOpenAI  # lazy: ~1 s of import
@@ -82,32 +171,49 @@ class ResponsesProvider(SdkProvider):
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], system: str | None
     ) -> AsyncIterator[StreamItem]:
-        client = self._get_client()
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "input": to_input(messages),
+            "input": to_input(messages, self.origin),
             "stream": True,
             "store": False,
+            "include": INCLUDE,  # stateless: reasoning comes back encrypted, for the next step
         }
         if system:
             kwargs["instructions"] = system
         if tools:
             kwargs["tools"] = to_tools(tools)
-        try:
-            events = await client.responses.create(**kwargs)
-        except Exception as e:
-            raise self._fail(e) from e
+        events = await self._open(kwargs)
 
         pending: dict[int, tuple[str, str, list[str]]] = {}  # output_index → call_id, name, args
-        made_calls = False
+        made_calls = refused = False
         end: StreamEnd | None = None
         usage: Usage | None = None
+        kept: list[dict[str, Any]] = []  # the reply's items, in order, for the next request
+        shown: list[str] = []  # reasoning text shown
+        text_items: set[int] = set()  # output indexes of messages whose text was shown
         try:
             async for ev in events:
                 kind = ev.type
-                if kind == "response.output_text.delta":
+                if kind in ("response.output_text.delta", "response.refusal.delta"):
                     if ev.delta:
+                        if ev.output_index not in text_items and text_items:
+                            yield TextDelta("\n\n")  # another message: its own paragraph
+                        text_items.add(ev.output_index)
+                        refused |= kind == "response.refusal.delta"
                         yield TextDelta(ev.delta)
+                elif kind in ("response.reasoning_summary_text.delta",
+                              "response.reasoning_text.delta"):
+                    if ev.delta:
+                        shown.append(ev.delta)
+                        yield ReasoningDelta(ev.delta)
+                elif kind == "response.reasoning_summary_part.added" and shown:
+                    shown.append("\n\n")
+                    yield ReasoningDelta("\n\n")
+                elif kind == "response.output_item.done" and ev.item.type == "reasoning":
+                    kept.append(ev.item.model_dump(mode="json", exclude_none=True))
+                elif kind == "response.output_item.done" and ev.item.type == "message":
+                    kept.append({"type": "message", "phase": getattr(ev.item, "phase", None),
+                                 "text": _message_text(ev.item)})
                 elif kind == "response.output_item.added" and ev.item.type == "function_call":
                     pending[ev.output_index] = (ev.item.call_id, ev.item.name, [])
                 elif kind == "response.function_call_arguments.delta":
@@ -119,6 +225,7 @@ class ResponsesProvider(SdkProvider):
                     )
                     raw = ev.item.arguments if ev.item.arguments is not None else "".join(parts)
                     made_calls = True
+                    kept.append({"type": "function_call", "call_id": ev.item.call_id or call_id})
                     yield ToolCall.from_raw(ev.item.call_id or call_id, ev.item.name or name, raw)
                 elif kind in ("response.completed", "response.incomplete"):
                     for call_id, name, parts in pending.values():  # items never closed
@@ -127,8 +234,9 @@ class ResponsesProvider(SdkProvider):
                     pending.clear()
                     resp = ev.response
                     if resp.usage is not None:
-                        usage = Usage(resp.usage.input_tokens, resp.usage.output_tokens)
-                    end = StreamEnd(self._stop_reason(resp, made_calls))
+                        usage = responses_usage(resp.usage)
+                    stop = self._stop_reason(resp, made_calls)
+                    end = StreamEnd("refusal" if refused and stop == "end_turn" else stop)
                 elif kind == "response.failed":
                     error = ev.response.error
                     detail = error.message if error is not None else "the response failed"
@@ -146,6 +254,8 @@ class ResponsesProvider(SdkProvider):
                 f"{self.config.name}: the stream ended before the reply was complete",
                 retryable=True,
             )
+        if shown or any(i["type"] == "reasoning" or i.get("phase") for i in kept):
+            yield Reasoning(self.origin, "".join(shown), tuple(kept))
         if usage is not None:
             yield usage
         yield end
@@ -153,6 +263,6 @@ class ResponsesProvider(SdkProvider):
     @staticmethod
     def _stop_reason(resp: Any, made_calls: bool) -> str:
         if resp.status == "incomplete":
-            reason = getattr(resp.incomplete_details, "reason", None) or "incomplete"
-            return INCOMPLETE_REASONS.get(reason, reason)
+            reason = getattr(resp.incomplete_details, "reason", None)
+            return INCOMPLETE_REASONS.get(reason or "", "incomplete")
         return "tool_use" if made_calls else "end_turn"

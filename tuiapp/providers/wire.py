@@ -56,13 +56,26 @@ def is_local(url: str) -> bool:
 
 
 def _detail(exc: BaseException) -> str:
-    """The API's own error text, not the SDK's "Error code: 429 - {...}" wrapper."""
+    """The API's own error text, not the SDK's "Error code: 429 - {...}" wrapper, with what
+    makes it useful: the error type (Anthropic's `overloaded_error`…) and the upstream
+    provider's own words that OpenRouter puts in `metadata.raw` behind a generic message."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         inner = body.get("error") if isinstance(body.get("error"), dict) else body
         message = inner.get("message")
         if isinstance(message, str) and message:
-            return message[:300]
+            kind = inner.get("type") if body.get("type") == "error" else None  # Anthropic's
+            if isinstance(kind, str) and kind not in message:
+                message = f"{kind}: {message}"
+            metadata = inner.get("metadata")
+            if isinstance(metadata, dict):
+                raw, upstream = metadata.get("raw"), metadata.get("provider_name")
+                if isinstance(upstream, str) and upstream:
+                    message = f"{message} ({upstream})"
+                if raw is not None:
+                    raw = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+                    message = f"{message}: {' '.join(raw.split())}"
+            return message[:600]
     text = getattr(exc, "message", None) or str(exc)
     return str(text)[:300]
 

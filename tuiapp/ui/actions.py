@@ -14,7 +14,7 @@ from textual.app import App
 from textual.command import SimpleCommand
 
 from tuiapp import config, paths
-from tuiapp.core.events import ToolCallStarted, ToolFinished, ToolOutput
+from tuiapp.core.events import ToolCallStarted, ToolFinished, ToolOutput, Usage
 from tuiapp.providers import ModelError, resolve_model
 from tuiapp.ui import commands
 from tuiapp.ui.themes import save_theme_choice
@@ -135,7 +135,8 @@ class SessionActions(App[int]):
             await old.remove()
         await self.query_one("#body").mount(self.panes)
         footer = self.query_one(StatusFooter)
-        footer.session_id, footer.tokens, footer.state = session_id, (0, 0), "idle"
+        footer.session_id, footer.state = session_id, "idle"
+        footer.base_usage, footer.usage = self.session_usage(session_id), Usage()
         prompt = self.query_one(PromptInput)
         for m in history:
             if m.role == "user":
@@ -143,6 +144,15 @@ class SessionActions(App[int]):
         if history:
             await self.show_session_history()
         prompt.focus()
+
+    def session_usage(self, session_id: str | None) -> Usage:
+        """What a resumed session had used: its token counter goes on from there."""
+        if self.store is None or session_id is None:
+            return Usage()
+        try:
+            return self.store.session_usage(session_id)
+        except Exception:  # a broken record must not stop the resume
+            return Usage()
 
     async def action_new_session(self) -> None:
         if not self._refuse_while_busy("start a new session"):
@@ -211,6 +221,28 @@ class SessionActions(App[int]):
             return
         self.query_one(StatusFooter).model = name
         self.notify(f"Model: {name} (from the next message on)")
+
+    def choose_reasoning(self) -> None:
+        current = self.chat.provider.reasoning
+        notes = {"off": "no thinking (or the least the model allows)",
+                 "low": "a little", "medium": "more", "high": "the most, slowest"}
+        choices = [SimpleCommand(level, (lambda v=level: self.set_reasoning(v)),
+                                 "current" if level == current else notes[level])
+                   for level in config.REASONING_LEVELS]
+        self.search_commands(choices, placeholder="Reasoning effort for this session…")
+
+    def set_reasoning(self, level: str) -> None:
+        """For this session's model from the next request on (kep.toml's
+        [providers.NAME] reasoning keeps the default)."""
+        self.chat.provider.reasoning = level
+        self.notify(f"Reasoning: {level} (from the next message on)")
+
+    def action_toggle_thinking(self) -> None:
+        from tuiapp.ui.widgets.thinking import ThinkingBlock
+
+        ThinkingBlock.open_by_default = not ThinkingBlock.open_by_default
+        for block in self.query(ThinkingBlock):
+            block.toggle(ThinkingBlock.open_by_default)
 
     def choose_theme(self) -> None:
         choices = [SimpleCommand(name, (lambda n=name: self.set_theme(n)),

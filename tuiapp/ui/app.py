@@ -96,6 +96,7 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         Binding("ctrl+f", "toggle_functions", "functions", show=False),
         Binding("ctrl+g", "cancel_tools", "cancel tools", show=False),
         Binding("ctrl+l", "copy_reply", "copy last reply", show=False),
+        Binding("ctrl+b", "toggle_thinking", "thinking", show=False),
     ]
 
     def __init__(self, ws: Workspace, *, model: str, store: Store | None, session_id: str | None,
@@ -177,6 +178,7 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         model, session_id, history, _ = self._first_chat
         footer = self.query_one(StatusFooter)
         footer.model, footer.label, footer.session_id = model, self.label, session_id
+        footer.base_usage = self.session_usage(session_id)
         self.query_one(PromptInput).focus()
         if history:
             self.load_later_css()
@@ -396,7 +398,7 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         elif isinstance(event, ToolFinished) and not self.chat.running:
             self.set_state("streaming")
         elif isinstance(event, Usage):
-            self.query_one(StatusFooter).tokens = (event.input_tokens, event.output_tokens)
+            self.query_one(StatusFooter).usage = event
         elif isinstance(event, TurnEnded):
             self.set_state("error" if event.stop_reason == "error" else "idle")
             self.approval.drop_closed()

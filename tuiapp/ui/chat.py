@@ -74,6 +74,7 @@ class LazyProvider(Provider):
     async def stream(self, messages: Sequence[Message], tools: Sequence[ToolSpec],
                      system: str | None) -> AsyncIterator[StreamItem]:
         real = await self._get()
+        real.reasoning = self.reasoning  # the palette sets it here
         async for item in real.stream(messages, tools, system):
             yield item
 
@@ -184,6 +185,8 @@ class ChatSession:
         """Use another model from the next request on. Raises ModelError (message for the user)."""
         provider = LazyProvider(self.ws.config, name)
         provider.preload()
+        if provider.config is self.provider.config and self.provider.reasoning:
+            provider.reasoning = self.provider.reasoning  # same provider: keep the choice
         self._retired.append(self.provider)
         self.provider, self.model = provider, name
         if self.conversation is not None:

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
     yield SystemCommand("Switch model", "Use another model from the next message on",
                         app.choose_model)
+    yield SystemCommand("Reasoning effort", "off, low, medium or high for this session's "
+                        "model", app.choose_reasoning)
+    yield SystemCommand("Show or hide thinking", "Open or collapse every thinking block "
+                        "(ctrl+b)", app.action_toggle_thinking)
     yield SystemCommand("Switch theme", "Pick a theme; the choice is saved to config",
                         app.choose_theme)
     yield SystemCommand("New session", "Start a fresh conversation (ctrl+n)",

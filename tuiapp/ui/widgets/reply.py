@@ -34,6 +34,7 @@ from tuiapp.ui.widgets.chunking import (
     tail_start,
 )
 from tuiapp.ui.widgets.markdown_blocks import REPLY_BLOCKS
+from tuiapp.ui.widgets.thinking import ThinkingBlock
 
 FEED_SLICE = 600  # characters per Markdown append: its parse and mount run as one step
 APPEND_WAIT = 2.0  # seconds to wait for an append before feeding more anyway
@@ -124,9 +125,11 @@ class AssistantReply(Vertical):
     class Flushed(Message):
         """New text was drawn (and chunks may have moved out of view)."""
 
-    def __init__(self, text: str = "", *, interrupted: bool = False) -> None:
+    def __init__(self, text: str = "", *, interrupted: bool = False, thinking: str = "") -> None:
         super().__init__(classes="assistant-reply")
         self._initial = text
+        self.thinking = ThinkingBlock(thinking) if thinking else None  # (widgets.thinking)
+        self._composed = False
         self._stream: MarkdownStream | None = None
         self._live: ReplyMarkdown | None = None
         self._pending: list[str] = []
@@ -149,6 +152,9 @@ class AssistantReply(Vertical):
         return self._parts[0] if self._parts else ""
 
     def compose(self) -> ComposeResult:
+        self._composed = True
+        if self.thinking is not None:
+            yield self.thinking
         for chunk in split_markdown(self._initial):
             yield ReplyMarkdown(chunk)
         if self.interrupted:
@@ -181,6 +187,14 @@ class AssistantReply(Vertical):
                 self.call_later(self._flush)  # the first words show at once
         elif self._timer is None and not self._lock.locked():
             self._schedule()  # (a flush in progress schedules the next one when it ends)
+
+    def think(self, text: str) -> None:
+        """Streamed reasoning: into the thinking block above the answer."""
+        if self.thinking is None:
+            self.thinking = ThinkingBlock(live=True)
+            if self._composed:
+                self.mount(self.thinking, before=0 if self.children else None)
+        self.thinking.add(text)
 
     def _schedule(self) -> None:
         floor = self.FLOOD_FLUSH_EVERY if self._flooded else self.FLUSH_EVERY
@@ -292,6 +306,8 @@ class AssistantReply(Vertical):
         widget's own time, so the app's messages (keys!) never wait behind a long reply."""
         if interrupted:
             self.interrupted = True
+        if self.thinking is not None:
+            self.thinking.finish()
         if self._timer is not None:
             self._timer.stop()
             self._timer = None

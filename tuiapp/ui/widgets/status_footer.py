@@ -7,6 +7,8 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from tuiapp.core.events import Usage
+
 # (key shown, label, action) per state. The full list is in the README and under ctrl+p → Keys.
 KEYS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "idle": (("enter", "send", ""), ("ctrl+p", "commands", "app.command_palette"),
@@ -31,25 +33,34 @@ def short_count(n: int) -> str:
     return f"{n / 1000:.1f}k" if n < 100_000 else f"{n // 1000}k"
 
 
+def usage_text(u: Usage, *, short: bool = False) -> str:
+    """`↑12.3k (8.0k cached) ↓900 (640 reasoning) tokens · $0.0123`: the parts that apply;
+    short (a narrow terminal): `↑12.3k ↓900 · $0.0123`."""
+    text = f"↑{short_count(u.input_tokens)}"
+    if u.cached_tokens and not short:
+        text += f" ({short_count(u.cached_tokens)} cached)"
+    text += f" ↓{short_count(u.output_tokens)}"
+    if u.reasoning_tokens and not short:
+        text += f" ({short_count(u.reasoning_tokens)} reasoning)"
+    text += "" if short else " tokens"
+    if u.cost is not None:
+        text += f" · ${u.cost:.4f}" if u.cost < 1 else f" · ${u.cost:.2f}"
+    return text
+
+
 class StatusFooter(Widget):
     model: reactive[str] = reactive("offline")
-    tokens: reactive[tuple[int, int]] = reactive((0, 0))
+    # The session's usage = what earlier runs of it recorded (a resumed session) + this run's.
+    base_usage: reactive[Usage] = reactive(Usage)
+    usage: reactive[Usage] = reactive(Usage)
     state: reactive[str] = reactive("idle")
     session_id: reactive[str | None] = reactive(None)
     label: reactive[str | None] = reactive(None)  # active agent / prompt
 
     def render(self) -> Content:
-        tin, tout = self.tokens
-        left: list[str | tuple[str, str]] = [(" ◆ ", "$accent"), (self.model, "bold")]
-        if self.label:
-            left += [("  │  ", "$text-muted"), (self.label, "$text-secondary")]
-        left += [("  │  ", "$text-muted"),
-                 (f"↑{short_count(tin)} ↓{short_count(tout)} tokens", "$text-muted")]
-        if self.session_id:
-            left += [("  │  ", "$text-muted"), (f"session {self.session_id}", "$text-muted")]
-        if STATE_LABEL.get(self.state):
-            left += [("  │  ", "$text-muted"), (STATE_LABEL[self.state], "$text-warning")]
-        left_c = Content.assemble(*left)
+        left_c = self._left(short=False)
+        if left_c.cell_length > self.size.width:  # narrow: the short usage form
+            left_c = self._left(short=True)
         # Keys on the right, as many as fit: the state and model matter more.
         room = self.size.width - left_c.cell_length - 2
         right_c = Content("")
@@ -62,3 +73,15 @@ class StatusFooter(Widget):
             right_c += text
         gap = max(1, self.size.width - left_c.cell_length - right_c.cell_length)
         return left_c + Content(" " * gap) + right_c
+
+    def _left(self, *, short: bool) -> Content:
+        left: list[str | tuple[str, str]] = [(" ◆ ", "$accent"), (self.model, "bold")]
+        if self.label:
+            left += [("  │  ", "$text-muted"), (self.label, "$text-secondary")]
+        left += [("  │  ", "$text-muted"),
+                 (usage_text(self.base_usage + self.usage, short=short), "$text-muted")]
+        if self.session_id:
+            left += [("  │  ", "$text-muted"), (f"session {self.session_id}", "$text-muted")]
+        if STATE_LABEL.get(self.state):
+            left += [("  │  ", "$text-muted"), (STATE_LABEL[self.state], "$text-warning")]
+        return Content.assemble(*left)

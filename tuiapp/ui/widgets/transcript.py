@@ -19,6 +19,7 @@ from tuiapp.core.events import (
     MessageAdded,
     Notice,
     ProviderError,
+    ReasoningDelta,
     Retrying,
     ToolCallDecided,
     ToolCallRequested,
@@ -182,7 +183,11 @@ class Transcript(VerticalScroll):
         return self._blocks.get(call_id)
 
     def handle(self, event: Event) -> None:
-        if isinstance(event, MessageAdded):
+        if isinstance(event, ReasoningDelta):
+            if self._reply is None:
+                self._new_reply()
+            self._reply.think(event.text)
+        elif isinstance(event, MessageAdded):
             self._message_added(event.message)
         elif isinstance(event, ToolCallRequested):
             block = ToolCallBlock(event.call, event.source)
@@ -243,9 +248,10 @@ class Transcript(VerticalScroll):
             if m.role == "user":
                 widgets.append(UserMessage(m.content))
             elif m.role == "assistant":
-                if m.content or m.interrupted:
-                    widgets.append(_reply().AssistantReply(m.content,
-                                                           interrupted=m.interrupted))
+                thought = m.reasoning.text if m.reasoning else ""
+                if m.content or m.interrupted or thought:
+                    widgets.append(_reply().AssistantReply(m.content, interrupted=m.interrupted,
+                                                           thinking=thought))
                 recs = (records or {}).get(i, [])
                 for j, call in enumerate(m.tool_calls):
                     rec = recs[j] if j < len(recs) else None
