@@ -6,6 +6,7 @@ naming the file and the key; callers print it, never a traceback.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tempfile
@@ -101,6 +102,15 @@ class ToolsConfig(FrozenRecord):
     llm_functions_compat: bool = False
     python: str | None = None  # interpreter for Python tools without a shebang
     ts_runtime: str | None = None  # TypeScript runtime (default: tsx on PATH, else `npx tsx`)
+    # Bounds against a model (or a project) that asks for too much at once.
+    max_parallel: int = 8  # calls running at once; the rest wait in order ("queued")
+    max_calls_per_reply: int = 64  # calls of one reply beyond this are refused
+    max_offered: int = 256  # more tools than this offered to the model: warn once
+    include: tuple[str, ...] = ()  # glob patterns: only matching tools are offered
+    exclude: tuple[str, ...] = ()  # glob patterns: matching tools are not offered
+    description_cap: int = 8192  # characters of one tool description offered to the model
+    spool_max_mb: float = 100.0  # one call's spool file; beyond it head and tail are kept
+    spool_session_mb: float = 1000.0  # all spool files of one kep session
 
     def timeout_for(self, name: str) -> float:
         return self.timeouts.get(name, self.timeout)
@@ -191,6 +201,8 @@ class _Reader:
         # TOML ints are acceptable where floats are expected; bools are not numbers here.
         if float in kinds and isinstance(v, int) and not isinstance(v, bool):
             return float(v)
+        if isinstance(v, float) and not math.isfinite(v):
+            raise self._err(key, f"expected a finite number, got {v}")
         if isinstance(v, bool) and bool not in kinds:
             raise self._err(key, f"expected {_kind_name(kinds)}, got a boolean")
         if not isinstance(v, kinds):
@@ -277,7 +289,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
     tr = r.sub("tools")
     timeouts = {}
     for k, v in tr.get("timeouts", dict, {}).items():
-        if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < math.inf:
             raise ConfigError(file, f"tools.timeouts.{k}", "expected a positive number of seconds")
         timeouts[k] = float(v)
     sources = []
@@ -306,6 +318,14 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         llm_functions_compat=tr.get("llm_functions_compat", bool, False),
         python=tr.get("python", str),
         ts_runtime=tr.get("ts_runtime", str),
+        max_parallel=_count(tr, "max_parallel", 8),
+        max_calls_per_reply=_count(tr, "max_calls_per_reply", 64),
+        max_offered=_count(tr, "max_offered", 256),
+        include=_globs(tr, "include"),
+        exclude=_globs(tr, "exclude"),
+        description_cap=_count(tr, "description_cap", 8192),
+        spool_max_mb=_positive(tr, "spool_max_mb", 100.0),
+        spool_session_mb=_positive(tr, "spool_session_mb", 1000.0),
     )
 
     mr = r.sub("mcp")
@@ -349,6 +369,17 @@ def _positive(r: _Reader, key: str, default: float) -> float:
     if v <= 0:
         raise r._err(key, "must be positive")
     return v
+
+
+def _count(r: _Reader, key: str, default: int) -> int:
+    return max(1, int(_positive(r, key, default)))  # 0.5 must not mean "none at all"
+
+
+def _globs(r: _Reader, key: str) -> tuple[str, ...]:
+    v = r.get(key, list, [])
+    if not all(isinstance(p, str) and p for p in v):
+        raise r._err(key, 'expected an array of glob patterns, e.g. ["git_*"]')
+    return tuple(v)
 
 
 def load(project_root: Path | None = None, user_file: Path | None = None) -> Config:

@@ -21,6 +21,7 @@ from tuiapp.core.events import (
     ProviderError,
     Retrying,
     ToolCallDecided,
+    ToolCallQueued,
     ToolCallRequested,
     ToolCallStarted,
     ToolFinished,
@@ -191,6 +192,9 @@ class Transcript(VerticalScroll):
         elif isinstance(event, ToolCallDecided):
             if block := self._blocks.get(event.call_id):
                 block.decided(event)
+        elif isinstance(event, ToolCallQueued):
+            if block := self._blocks.get(event.call_id):
+                block.queued()
         elif isinstance(event, ToolCallStarted):
             if block := self._blocks.get(event.call_id):
                 block.running()
