@@ -162,16 +162,54 @@ class Config(FrozenRecord):
 # ---- reading -----------------------------------------------------------------------------
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+MAX_DEPTH = 64  # tables/arrays nested deeper than this are refused (no config needs it)
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file's data ({} when it does not exist). Anything wrong with it, from bad bytes
+    to nesting deep enough to exhaust the parser's stack, is one ConfigError."""
     try:
         with path.open("rb") as f:
-            return tomllib.load(f)
+            raw = f.read()
     except FileNotFoundError:
         return {}
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(path, "", f"not valid TOML: {e}") from None
     except OSError as e:
         raise ConfigError(path, "", f"cannot read: {e.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ConfigError(
+            path, "", f"not valid UTF-8 at line {line}, column {col} (byte {e.start})"
+        ) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(path, "", f"not valid TOML: {e}") from None
+    except RecursionError:
+        raise ConfigError(path, "", f"nested too deeply (at most {MAX_DEPTH} levels)") from None
+    where = _too_deep(data)
+    if where is not None:
+        raise ConfigError(path, where, f"nested too deeply (at most {MAX_DEPTH} levels)")
+    return data
+
+
+_read_toml = read_toml  # the name the rest of this module (and other lanes) use
+
+
+def _too_deep(data: Any) -> str | None:
+    """The dotted key where `data` nests deeper than MAX_DEPTH, or None (iterative)."""
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        node, key, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return key.split(".", 1)[0] or "(top)"
+        if isinstance(node, dict):
+            stack.extend((v, f"{key}.{k}" if key else str(k), depth + 1) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((v, key, depth + 1) for v in node)
+    return None
 
 
 def _deep_merge(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
@@ -265,7 +303,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         providers[name] = ProviderConfig(
             name=name,
             api=api,
-            base_url=pr.get("base_url", str, base.base_url if base else None),
+            base_url=_url(pr, "base_url", base.base_url if base else None),
             api_key_env=pr.get("api_key_env", str, base.api_key_env if base else None),
             headers=pr.str_map("headers"),
             default_model=pr.get("default_model", str, base.default_model if base else None),
@@ -371,6 +409,25 @@ def _positive(r: _Reader, key: str, default: float) -> float:
     return v
 
 
+def _url(r: _Reader, key: str, default: str | None) -> str | None:
+    """An http(s) URL with a host, checked here so a typo is one line, not an SDK traceback."""
+    from urllib.parse import urlsplit
+
+    v = r.get(key, str, default)
+    if v is None or v == default:
+        return v
+    try:
+        parts = urlsplit(v)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError as e:
+        raise r._err(key, f"not a valid URL {v!r}: {e}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise r._err(key, f"expected an http:// or https:// URL with a host, got {v!r}")
+    if any(c.isspace() or ord(c) < 32 for c in v):
+        raise r._err(key, f"a URL cannot contain spaces or control characters: {v!r}")
+    return v
+
+
 def _count(r: _Reader, key: str, default: int) -> int:
     return max(1, int(_positive(r, key, default)))  # 0.5 must not mean "none at all"
 
@@ -463,12 +520,21 @@ def masked(data: Any, key: str = "") -> Any:
 
 
 def load_dotenv(root: Path) -> None:
-    """Load <root>/.env into os.environ without overriding variables already set."""
+    """Load <root>/.env into os.environ without overriding variables already set.
+    Raises ConfigError when the file is unreadable or not UTF-8 (nothing is loaded then)."""
     env_file = root / ".env"
     if not env_file.is_file():
         return
     from dotenv import dotenv_values
 
+    try:
+        raw = env_file.read_bytes()
+        raw.decode("utf-8")
+    except OSError as e:
+        raise ConfigError(env_file, "", f"cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise ConfigError(env_file, "", f"not valid UTF-8 at line {line}") from None
     for k, v in dotenv_values(env_file).items():
         if v is not None and k not in os.environ:
             os.environ[k] = v

@@ -20,8 +20,8 @@ def load_config(args: argparse.Namespace) -> config.Config:
     root = project_root(args)
     if not root.is_dir():
         fail(f"project directory {root} does not exist")
-    config.load_dotenv(root)
     try:
+        config.load_dotenv(root)
         return config.load(root)
     except config.ConfigError as e:
         fail(str(e))
