@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from tuiapp import __version__
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+TOOL_RUNNING = {"tui", "run", "call", "mcp", "functions"}  # commands that start processes
 
 
 # Flags accepted both before and after a subcommand. Below the top level their default is
@@ -126,6 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command = args.command or "tui"
+    if command in TOOL_RUNNING:
+        from tuiapp.tools import lifetime
+
+        lifetime.arm()  # before anything is spawned: nothing it starts outlives kep
     module = importlib.import_module(f"tuiapp.commands.{command}")
     try:
         return int(module.main(args) or 0)

@@ -64,6 +64,7 @@ def _run(args: argparse.Namespace, *, resume_gc: bool) -> int:
             from tuiapp.commands._start import plan_from_args
 
             app.pending_start = plan_from_args(ws, args, activate=False)
+        _exit_on_sigterm(app)
         app.run()
         return app.return_code or 0
     except UnknownSession as e:
@@ -87,3 +88,26 @@ def _resume(args: argparse.Namespace, store: Store, ws: Workspace
         session_id = store.resolve_id(args.session)
     history = store.load_messages(session_id)
     return session_id, history, args.model or store.session_info(session_id).model
+
+
+def _exit_on_sigterm(app: object) -> None:
+    """SIGTERM: kep's tools are already killed (lifetime); leave the screen cleanly, then end.
+    A wedged app still ends 3 s later."""
+    import asyncio
+    import os
+    import threading
+
+    from tuiapp.tools import lifetime
+
+    def stop(sig: int) -> None:
+        code = 128 + sig
+        timer = threading.Timer(3.0, os._exit, (code,))
+        timer.daemon = True
+        timer.start()
+        try:
+            asyncio.get_running_loop().call_soon_threadsafe(
+                lambda: app.exit(return_code=code))  # type: ignore[attr-defined]
+        except RuntimeError:  # not inside the app's loop (before it started, or after)
+            os._exit(code)
+
+    lifetime.on_terminate(stop)
