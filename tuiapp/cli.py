@@ -44,6 +44,12 @@ def _session_flags(p: argparse.ArgumentParser, top: bool = False) -> None:
         **d,
     )
     g.add_argument("--session", metavar="ID", help="resume session ID", **d)
+    p.add_argument(
+        "--fork",
+        action="store_true",
+        help="with --continue/--session: continue in a copy (the original stays as it is)",
+        **d,
+    )
     p.add_argument("--prompt", metavar="NAME", help="start from prompts/NAME.prompt", **d)
     p.add_argument("--agent", metavar="NAME", help="start with agents/NAME (llm-functions)", **d)
     p.add_argument(

@@ -76,9 +76,12 @@ def _run(args: argparse.Namespace, *, resume_gc: bool) -> int:
 def _resume(args: argparse.Namespace, store: Store, ws: Workspace
             ) -> tuple[str | None, list[Message], str | None]:
     """--continue / --session ID → (session id, its history, its model unless --model)."""
-    from tuiapp.commands._common import fail
+    from tuiapp.commands._common import fail, take_session
 
+    fork = bool(getattr(args, "fork", False))
     if not (args.continue_ or args.session):
+        if fork:
+            fail("--fork goes with --continue or --session")
         return None, [], args.model
     if args.continue_:
         session_id = store.latest_session(ws.root)
@@ -86,6 +89,7 @@ def _resume(args: argparse.Namespace, store: Store, ws: Workspace
             fail("no earlier session in this project to continue (kep sessions list --all)")
     else:
         session_id = store.resolve_id(args.session)
+    session_id = take_session(store, session_id, fork=fork)
     history = store.load_messages(session_id)
     return session_id, history, args.model or store.session_info(session_id).model
 
