@@ -39,6 +39,7 @@ from tuiapp.tools.call_output import (
     Output,
     Sink,
     Spool,
+    SpoolBudget,
     cap_text,
     full_output_note,
 )
@@ -49,6 +50,7 @@ from tuiapp.tools.proc import run_collect
 from tuiapp.tools.process_call import run_process
 
 Emit = Callable[[Event], None]
+MB = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,17 @@ class Runner:
         self.formats = {f.name: f for f in formats}
         self._running: dict[str, InFlight] = {}
         self._gate = CallGate(lambda: self.config.tools.max_parallel)
+        self._budget: SpoolBudget | None = None
+
+    def _spool_budget(self) -> SpoolBudget:
+        """One budget for the session's spool files, counting those a resumed session has."""
+        if self._budget is None:
+            used = 0
+            with contextlib.suppress(OSError):
+                used = sum(e.stat().st_size for e in os.scandir(self.spool_dir) if e.is_file())
+            self._budget = SpoolBudget(
+                lambda: int(self.config.tools.spool_session_mb * MB), used)
+        return self._budget
 
     def reconfigure(self, config: Config) -> None:
         self.config = config
@@ -152,7 +165,7 @@ class Runner:
         cap = self.config.tools.output_cap
         sink = Sink(
             cap,
-            Spool(spool_path),
+            Spool(spool_path, int(self.config.tools.spool_max_mb * MB), self._spool_budget()),
             Batcher(lambda stream, text: emit(ToolOutput(call.id, stream, text))),  # type: ignore[arg-type]
         )
         timeout = self.config.tools.timeout_for(spec.name)
