@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from tuiapp import __version__
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+TOOL_RUNNING = {"tui", "run", "call", "mcp", "functions"}  # commands that start processes
 
 
 # Flags accepted both before and after a subcommand. Below the top level their default is
@@ -43,6 +44,12 @@ def _session_flags(p: argparse.ArgumentParser, top: bool = False) -> None:
         **d,
     )
     g.add_argument("--session", metavar="ID", help="resume session ID", **d)
+    p.add_argument(
+        "--fork",
+        action="store_true",
+        help="with --continue/--session: continue in a copy (the original stays as it is)",
+        **d,
+    )
     p.add_argument("--prompt", metavar="NAME", help="start from prompts/NAME.prompt", **d)
     p.add_argument("--agent", metavar="NAME", help="start with agents/NAME (llm-functions)", **d)
     p.add_argument(
@@ -144,6 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command = args.command or "tui"
+    if command in TOOL_RUNNING:
+        from tuiapp.tools import lifetime
+
+        lifetime.arm()  # before anything is spawned: nothing it starts outlives kep
     module = importlib.import_module(f"tuiapp.commands.{command}")
     try:
         return int(module.main(args) or 0)

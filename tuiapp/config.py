@@ -6,6 +6,7 @@ naming the file and the key; callers print it, never a traceback.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tempfile
@@ -107,6 +108,15 @@ class ToolsConfig(FrozenRecord):
     llm_functions_compat: bool = False
     python: str | None = None  # interpreter for Python tools without a shebang
     ts_runtime: str | None = None  # TypeScript runtime (default: tsx on PATH, else `npx tsx`)
+    # Bounds against a model (or a project) that asks for too much at once.
+    max_parallel: int = 8  # calls running at once; the rest wait in order ("queued")
+    max_calls_per_reply: int = 64  # calls of one reply beyond this are refused
+    max_offered: int = 256  # more tools than this offered to the model: warn once
+    include: tuple[str, ...] = ()  # glob patterns: only matching tools are offered
+    exclude: tuple[str, ...] = ()  # glob patterns: matching tools are not offered
+    description_cap: int = 8192  # characters of one tool description offered to the model
+    spool_max_mb: float = 100.0  # one call's spool file; beyond it head and tail are kept
+    spool_session_mb: float = 1000.0  # all spool files of one kep session
 
     def timeout_for(self, name: str) -> float:
         return self.timeouts.get(name, self.timeout)
@@ -159,16 +169,54 @@ class Config(FrozenRecord):
 # ---- reading -----------------------------------------------------------------------------
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+MAX_DEPTH = 64  # tables/arrays nested deeper than this are refused (no config needs it)
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file's data ({} when it does not exist). Anything wrong with it, from bad bytes
+    to nesting deep enough to exhaust the parser's stack, is one ConfigError."""
     try:
         with path.open("rb") as f:
-            return tomllib.load(f)
+            raw = f.read()
     except FileNotFoundError:
         return {}
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(path, "", f"not valid TOML: {e}") from None
     except OSError as e:
         raise ConfigError(path, "", f"cannot read: {e.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ConfigError(
+            path, "", f"not valid UTF-8 at line {line}, column {col} (byte {e.start})"
+        ) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(path, "", f"not valid TOML: {e}") from None
+    except RecursionError:
+        raise ConfigError(path, "", f"nested too deeply (at most {MAX_DEPTH} levels)") from None
+    where = _too_deep(data)
+    if where is not None:
+        raise ConfigError(path, where, f"nested too deeply (at most {MAX_DEPTH} levels)")
+    return data
+
+
+_read_toml = read_toml  # the name the rest of this module (and other lanes) use
+
+
+def _too_deep(data: Any) -> str | None:
+    """The dotted key where `data` nests deeper than MAX_DEPTH, or None (iterative)."""
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        node, key, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return key.split(".", 1)[0] or "(top)"
+        if isinstance(node, dict):
+            stack.extend((v, f"{key}.{k}" if key else str(k), depth + 1) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((v, key, depth + 1) for v in node)
+    return None
 
 
 def _deep_merge(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
@@ -230,6 +278,8 @@ class _Reader:
         # TOML ints are acceptable where floats are expected; bools are not numbers here.
         if float in kinds and isinstance(v, int) and not isinstance(v, bool):
             return float(v)
+        if isinstance(v, float) and not math.isfinite(v):
+            raise self._err(key, f"expected a finite number, got {v}")
         if isinstance(v, bool) and bool not in kinds:
             raise self._err(key, f"expected {_kind_name(kinds)}, got a boolean")
         if not isinstance(v, kinds):
@@ -327,7 +377,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         providers[name] = ProviderConfig(
             name=name,
             api=api,
-            base_url=pr.get("base_url", str, base.base_url if base else None),
+            base_url=_url(pr, "base_url", base.base_url if base else None),
             api_key_env=pr.get("api_key_env", str, base.api_key_env if base else None),
             headers=pr.str_map("headers"),
             default_model=pr.get("default_model", str, base.default_model if base else None),
@@ -353,7 +403,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
     tr = r.sub("tools")
     timeouts = {}
     for k, v in tr.get("timeouts", dict, {}).items():
-        if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < math.inf:
             raise ConfigError(file, f"tools.timeouts.{k}", "expected a positive number of seconds")
         timeouts[k] = float(v)
     sources = []
@@ -382,6 +432,14 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         llm_functions_compat=tr.get("llm_functions_compat", bool, False),
         python=tr.get("python", str),
         ts_runtime=tr.get("ts_runtime", str),
+        max_parallel=_count(tr, "max_parallel", 8),
+        max_calls_per_reply=_count(tr, "max_calls_per_reply", 64),
+        max_offered=_count(tr, "max_offered", 256),
+        include=_globs(tr, "include"),
+        exclude=_globs(tr, "exclude"),
+        description_cap=_count(tr, "description_cap", 8192),
+        spool_max_mb=_positive(tr, "spool_max_mb", 100.0),
+        spool_session_mb=_positive(tr, "spool_session_mb", 1000.0),
     )
 
     mr = r.sub("mcp")
@@ -426,6 +484,36 @@ def _positive(r: _Reader, key: str, default: float) -> float:
     if v <= 0:
         raise r._err(key, "must be positive")
     return v
+
+
+def _url(r: _Reader, key: str, default: str | None) -> str | None:
+    """An http(s) URL with a host, checked here so a typo is one line, not an SDK traceback."""
+    from urllib.parse import urlsplit
+
+    v = r.get(key, str, default)
+    if v is None or v == default:
+        return v
+    try:
+        parts = urlsplit(v)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError as e:
+        raise r._err(key, f"not a valid URL {v!r}: {e}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise r._err(key, f"expected an http:// or https:// URL with a host, got {v!r}")
+    if any(c.isspace() or ord(c) < 32 for c in v):
+        raise r._err(key, f"a URL cannot contain spaces or control characters: {v!r}")
+    return v
+
+
+def _count(r: _Reader, key: str, default: int) -> int:
+    return max(1, int(_positive(r, key, default)))  # 0.5 must not mean "none at all"
+
+
+def _globs(r: _Reader, key: str) -> tuple[str, ...]:
+    v = r.get(key, list, [])
+    if not all(isinstance(p, str) and p for p in v):
+        raise r._err(key, 'expected an array of glob patterns, e.g. ["git_*"]')
+    return tuple(v)
 
 
 def load(project_root: Path | None = None, user_file: Path | None = None) -> Config:
@@ -535,12 +623,21 @@ def masked(data: Any, key: str = "") -> Any:
 
 
 def load_dotenv(root: Path) -> None:
-    """Load <root>/.env into os.environ without overriding variables already set."""
+    """Load <root>/.env into os.environ without overriding variables already set.
+    Raises ConfigError when the file is unreadable or not UTF-8 (nothing is loaded then)."""
     env_file = root / ".env"
     if not env_file.is_file():
         return
     from dotenv import dotenv_values
 
+    try:
+        raw = env_file.read_bytes()
+        raw.decode("utf-8")
+    except OSError as e:
+        raise ConfigError(env_file, "", f"cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise ConfigError(env_file, "", f"not valid UTF-8 at line {line}") from None
     for k, v in dotenv_values(env_file).items():
         if v is not None and k not in os.environ:
             os.environ[k] = v

@@ -121,4 +121,5 @@ class Workspace:
             history=list(history),
             env=os.environ,
             allow_only=self.start.allow_only if self.start else None,
+            tool_settings=lambda: self.config.tools,
         )

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from tuiapp import config, paths
+
+if TYPE_CHECKING:
+    from tuiapp.core.store import Store
 
 
 def project_root(args: argparse.Namespace) -> Path:
@@ -21,8 +24,8 @@ def load_config(args: argparse.Namespace, *, warn: bool = True) -> config.Config
     root = project_root(args)
     if not root.is_dir():
         fail(f"project directory {root} does not exist")
-    config.load_dotenv(root)
     try:
+        config.load_dotenv(root)
         cfg = config.load(root)
     except config.ConfigError as e:
         fail(str(e))
@@ -35,3 +38,20 @@ def load_config(args: argparse.Namespace, *, warn: bool = True) -> config.Config
 def fail(message: str, code: int = 2) -> NoReturn:
     print(f"kep: {message}", file=sys.stderr)
     raise SystemExit(code)
+
+
+def take_session(store: Store, session_id: str, *, fork: bool) -> str:
+    """Become the one writer of the session (or of a copy of it, with --fork); a session
+    another live kep is writing is refused with one line and exit 2."""
+    from tuiapp.core.session_lock import SessionBusy, acquire, fork_session
+    from tuiapp.core.store import StoreError
+
+    try:
+        if fork:
+            session_id = fork_session(store, session_id)
+        acquire(store, session_id)
+    except SessionBusy as e:
+        fail(str(e))
+    except StoreError as e:
+        fail(str(e), 1)
+    return session_id

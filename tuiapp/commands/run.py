@@ -151,6 +151,7 @@ def main(args: argparse.Namespace) -> int:
     if text is not None and not text.strip():
         fail("the prompt is empty")
 
+    from tuiapp.commands._common import take_session
     from tuiapp.core.recorder import SessionRecorder
     from tuiapp.core.store import Store, StoreError, UnknownSession
 
@@ -161,6 +162,8 @@ def main(args: argparse.Namespace) -> int:
     history = []
     session_id = None
     model = args.model
+    if getattr(args, "fork", False) and not (args.continue_ or args.session):
+        fail("--fork goes with --continue or --session")
     if args.continue_ or args.session:
         try:
             session_id = (session_admin.continue_target(store, ws.root) if args.continue_
@@ -169,6 +172,7 @@ def main(args: argparse.Namespace) -> int:
             fail(str(e))
         if session_id is None:
             fail("no earlier session in this project to continue")
+        session_id = take_session(store, session_id, fork=bool(getattr(args, "fork", False)))
         history = store.load_messages(session_id)
         model = model or store.session_info(session_id).model
     model = model or cfg.default_model()

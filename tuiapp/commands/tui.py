@@ -68,6 +68,7 @@ def _run(args: argparse.Namespace, *, resume_gc: bool) -> int:
             from tuiapp.commands._start import plan_from_args
 
             app.pending_start = plan_from_args(ws, args, activate=False)
+        _exit_on_sigterm(app)
         app.run()
         return app.return_code or 0
     except UnknownSession as e:
@@ -79,9 +80,12 @@ def _run(args: argparse.Namespace, *, resume_gc: bool) -> int:
 def _resume(args: argparse.Namespace, store: Store, ws: Workspace
             ) -> tuple[str | None, list[Message], str | None]:
     """--continue / --session ID → (session id, its history, its model unless --model)."""
-    from tuiapp.commands._common import fail
+    from tuiapp.commands._common import fail, take_session
 
+    fork = bool(getattr(args, "fork", False))
     if not (args.continue_ or args.session):
+        if fork:
+            fail("--fork goes with --continue or --session")
         return None, [], args.model
     if args.continue_:
         from tuiapp.core.session_admin import continue_target
@@ -91,5 +95,29 @@ def _resume(args: argparse.Namespace, store: Store, ws: Workspace
             fail("no earlier session in this project to continue (kep sessions list --all)")
     else:
         session_id = store.resolve_id(args.session)
+    session_id = take_session(store, session_id, fork=fork)
     history = store.load_messages(session_id)
     return session_id, history, args.model or store.session_info(session_id).model
+
+
+def _exit_on_sigterm(app: object) -> None:
+    """SIGTERM: kep's tools are already killed (lifetime); leave the screen cleanly, then end.
+    A wedged app still ends 3 s later."""
+    import asyncio
+    import os
+    import threading
+
+    from tuiapp.tools import lifetime
+
+    def stop(sig: int) -> None:
+        code = 128 + sig
+        timer = threading.Timer(3.0, os._exit, (code,))
+        timer.daemon = True
+        timer.start()
+        try:
+            asyncio.get_running_loop().call_soon_threadsafe(
+                lambda: app.exit(return_code=code))  # type: ignore[attr-defined]
+        except RuntimeError:  # not inside the app's loop (before it started, or after)
+            os._exit(code)
+
+    lifetime.on_terminate(stop)

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tuiapp.config import ApprovalConfig
+from tuiapp.config import ApprovalConfig, ToolsConfig
 from tuiapp.core import policy
 from tuiapp.core.events import (
     UNFINISHED_STOPS,
@@ -29,6 +29,7 @@ from tuiapp.core.events import (
 from tuiapp.core.messages import Message, Reasoning, ToolCall
 from tuiapp.providers.base import Provider, ProviderFailure, StreamEnd, stream_with_retries
 from tuiapp.tools.model import ToolSpec
+from tuiapp.tools.offer import offered, too_big
 from tuiapp.tools.schema import arguments_error
 
 # A call identical to one already made this many times in the same turn is not run again.
@@ -79,8 +80,11 @@ class Conversation:
     env: Mapping[str, str] = field(default_factory=dict)  # for LLM_MCP_*_CONFIRM
     usage: Usage = field(default_factory=Usage)
     allow_only: Callable[[str], bool] | None = None  # `.functions` allow-list of a prompt
+    # [tools] bounds: include/exclude, description cap, max_offered, max_calls_per_reply.
+    tool_settings: Callable[[], ToolsConfig] = ToolsConfig
 
     def __post_init__(self) -> None:
+        self._warned = False  # an oversized offer is warned about once
         self._text: list[str] = []  # deltas not yet emitted (see _text_delta)
         self._text_timer: asyncio.TimerHandle | None = None
         self._thinking = False  # the deltas in _text are reasoning
@@ -116,7 +120,7 @@ class Conversation:
         tools = dict(self.tools())
         if self.allow_only is not None:
             tools = {k: v for k, v in tools.items() if self.allow_only(k)}
-        return tools
+        return offered(tools, self.tool_settings())
 
     async def turn(self, text: str, images: Sequence[str] = ()) -> str:
         """Add a user message and run the loop. Returns the stop reason."""
@@ -154,6 +158,9 @@ class Conversation:
     async def _step(self) -> list[ToolCall] | str:
         """One model request. Returns the tool calls to run, or a stop reason."""
         tools = self.visible_tools()
+        if not self._warned and (warning := too_big(tools, self.tool_settings())):
+            self._warned = True
+            self.emit(Notice(warning, "warning"))
         text: list[str] = []
         calls: list[ToolCall] = []
         reasoning: Reasoning | None = None
@@ -210,12 +217,19 @@ class Conversation:
     async def _run_calls(self, calls: list[ToolCall], seen: Counter[str]) -> None:
         tools = self.visible_tools()
         pending: list[Awaitable[ToolFinished]] = []
-        for call in calls:
+        most = self.tool_settings().max_calls_per_reply
+        for i, call in enumerate(calls):
             spec = tools.get(call.name)
             self.emit(
                 ToolCallRequested(call, spec.source if spec else "", spec.format if spec else "")
             )
-            refusal = self._refusal(call, spec, tools, seen)
+            refusal = (
+                self._refusal(call, spec, tools, seen)
+                if i < most
+                else f"refused: this reply asked for {len(calls)} tool calls and kep runs at "
+                f"most {most} per reply ([tools] max_calls_per_reply); this call was not run. "
+                "Ask for fewer calls at a time."
+            )
             if refusal is not None:
                 pending.append(_done(self._finish_error(call, refusal)))
                 continue

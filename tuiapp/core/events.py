@@ -159,6 +159,15 @@ class ToolCallDecided(Event):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class ToolCallQueued(Event):
+    """Approved, but `[tools] max_parallel` calls already run: it waits its turn, in order."""
+
+    call_id: str
+    name: str
+    ahead: int = 0  # calls waiting before it
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class ToolCallStarted(Event):
     call_id: str
     name: str

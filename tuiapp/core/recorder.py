@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Callable
 
 from tuiapp.core.events import Event
+from tuiapp.core.session_lock import acquire
 from tuiapp.core.store import Store
 
 Sink = Callable[[Event], None]
@@ -25,7 +26,9 @@ class SessionRecorder:
         self.session_id = session_id
         self.on_error = on_error
         self.error: str | None = None
-        # A new run: seals what a killed run left in this session (draft, unanswered calls).
+        # One writer per session (raises SessionBusy); then a new run seals what a killed
+        # run left in this session (draft, unanswered calls).
+        acquire(store, session_id)
         store.begin_run(session_id)
 
     def __call__(self, event: Event) -> None:

@@ -24,6 +24,7 @@ FLUSH_INTERVAL = 0.05
 FLUSH_BYTES = 64 << 10
 STDERR_KEEP = 8 << 10  # stderr tail kept for the model
 STDERR_MARK = "[stderr] "
+TAIL_KEEP = 1 << 20  # bytes of a cut spool's end kept in memory, written at close
 
 
 class Capture:
@@ -113,15 +114,42 @@ class Batcher:
         self.size = sum(len(t) for _, t in keep)
 
 
-class Spool:
-    """The whole interleaved stream on disk. A failing disk only loses the spool."""
+class SpoolBudget:
+    """Bytes the spool files of one session may still take (`[tools] spool_session_mb`)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, limit: Callable[[], int], used: int = 0) -> None:
+        self.limit = limit
+        self.used = used
+
+    def take(self, n: int) -> int:
+        """Grant up to n bytes; what is granted counts as used."""
+        grant = max(0, min(n, self.limit() - self.used))
+        self.used += grant
+        return grant
+
+
+class Spool:
+    """The whole interleaved stream on disk. A failing disk only loses the spool.
+
+    Bounded: past `cap` bytes for this call (`[tools] spool_max_mb`), or once the session's
+    budget is spent, only the last bytes are kept (at most TAIL_KEEP, in memory) and written
+    at close after a line saying how much was left out. The head is never rewritten."""
+
+    def __init__(
+        self, path: Path, cap: int | None = None, budget: SpoolBudget | None = None
+    ) -> None:
         self.path = path
         self.f: TextIO | None = None
         self.last_stream = ""
         self.at_bol = True
         self.broken = False
+        self.cap = cap
+        self.budget = budget
+        self.tail_keep = min(TAIL_KEEP, cap // 4) if cap is not None else TAIL_KEEP
+        self.head_room = cap - self.tail_keep if cap is not None else None
+        self.written = 0
+        self.tail: TailBuffer | None = None  # set once the head is full
+        self.cut_by = ""
 
     def write(self, stream: str, text: str) -> None:
         if not text or self.broken:
@@ -131,7 +159,7 @@ class Spool:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self.f = self.path.open("w", encoding="utf-8", errors="replace")
             if stream != self.last_stream and not self.at_bol:
-                self.f.write("\n")
+                self._put("\n")
                 self.at_bol = True
             self.last_stream = stream
             if stream == "stderr":
@@ -141,12 +169,63 @@ class Spool:
                 if text.endswith("\n"):
                     body = body[: -len(STDERR_MARK)]
                 text = body
-            self.f.write(text)
+            self._put(text)
             self.at_bol = text.endswith("\n")
         except OSError:
             self.broken = True
 
+    def _put(self, text: str) -> None:
+        assert self.f is not None
+        if self.tail is None:
+            if self.head_room is None and self.budget is None:
+                self.f.write(text)
+                return
+            data = text.encode("utf-8", errors="replace")
+            room = len(data)
+            if self.head_room is not None and self.written + room > self.head_room:
+                room, self.cut_by = max(0, self.head_room - self.written), "per call"
+            granted = room
+            if self.budget is not None:
+                granted = self.budget.take(room)
+                if granted < room:
+                    room, self.cut_by = granted, "per session"
+            if room == len(data):
+                self.f.write(text)
+                self.written += room
+                return
+            nl = data.rfind(b"\n", 0, room)
+            if nl >= 0:  # end the head on a whole line; the rest goes to the tail
+                room = nl + 1
+            elif self.written:
+                room = 0
+            if self.budget is not None:
+                self.budget.used -= granted - room
+            self.f.write(data[:room].decode("utf-8", errors="ignore"))
+            self.written += room
+            self.tail = TailBuffer(self.tail_keep)
+            text = data[room:].decode("utf-8", errors="ignore")
+        self.tail.add(text.encode("utf-8", errors="replace"))
+
     def close(self, footer: str) -> None:
+        if self.tail is not None and self.f is not None and not self.broken:
+            kept = self.tail.value()
+            if self.budget is not None:
+                kept = kept[len(kept) - self.budget.take(len(kept)):]
+            if len(kept) < self.tail.total and b"\n" in kept[:-1]:
+                kept = kept[kept.index(b"\n") + 1 :]  # start the tail on a whole line
+            omitted = self.tail.total - len(kept)
+            limit = ("[tools] spool_max_mb per call" if self.cut_by == "per call"
+                     else "[tools] spool_session_mb for this session")
+            note = (
+                f"\n[kep: spool limit reached ({limit}): {omitted} bytes left out here; "
+                f"the last {len(kept)} bytes follow]\n"
+                if omitted
+                else ""  # all of it fitted after all
+            )
+            with contextlib.suppress(OSError):
+                self.f.write(note + kept.decode("utf-8", errors="ignore"))
+            self.at_bol = kept.endswith(b"\n") or not kept
+        self.head_room = self.budget = self.tail = None  # the footer always goes in
         self.write("kep", ("" if self.at_bol else "\n") + footer + "\n")
         if self.f is not None:
             with contextlib.suppress(OSError):

@@ -30,6 +30,16 @@ STDOUT, STDERR = 1, 2
 STREAM_NAMES = {STDOUT: "stdout", STDERR: "stderr"}
 LIST_STDOUT_CAP = 8 << 20  # --list-functions output kept by run_collect
 STDERR_TAIL = 64 << 10
+OWNER_VAR = "KEP_OWNER"  # see lifetime.py
+# Process groups of the tools running now: what kep kills on SIGTERM/SIGHUP (lifetime.py).
+LIVE_GROUPS: set[int] = set()
+
+
+def kill_all_groups() -> None:
+    """SIGKILL every live tool group (kep is ending on a signal)."""
+    for pgid in list(LIVE_GROUPS):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
 
 
 class _Protocol(asyncio.SubprocessProtocol):
@@ -105,6 +115,9 @@ class Proc:
     ) -> Proc:
         """Start argv. Raises OSError (ENOENT, EACCES, ENOEXEC …) when it cannot be started."""
         loop = asyncio.get_running_loop()
+        owner = os.environ.get(OWNER_VAR)
+        if owner:  # the mark that lets kep's watchdog find it and its descendants (lifetime)
+            env = {**(os.environ if env is None else env), OWNER_VAR: owner}
         starting = asyncio.ensure_future(
             loop.subprocess_exec(
                 lambda: _Protocol(loop),
@@ -132,6 +145,7 @@ class Proc:
                 os.killpg(transport.get_pid(), signal.SIGKILL)
             transport.close()
             raise
+        LIVE_GROUPS.add(transport.get_pid())
         if stdin is not None:
             w = transport.get_pipe_transport(0)
             if w is not None:
@@ -206,6 +220,7 @@ class Proc:
         """Release the pipes. A child still running at this point is killed with its group."""
         if not self._p.exited.done():
             self.signal_group(signal.SIGKILL)
+        LIVE_GROUPS.discard(self.pid)
         self._transport.close()
 
 

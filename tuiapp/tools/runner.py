@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from tuiapp.config import Config
-from tuiapp.core.events import Event, ToolCallStarted, ToolFinished, ToolOutput, ToolStatus
+from tuiapp.core.events import (
+    Event,
+    ToolCallQueued,
+    ToolCallStarted,
+    ToolFinished,
+    ToolOutput,
+    ToolStatus,
+)
 from tuiapp.core.messages import ToolCall
 from tuiapp.tools.call_output import (
     STDERR_MARK as STDERR_MARK,  # re-exported: the output viewer reads spool files with it
@@ -32,16 +39,18 @@ from tuiapp.tools.call_output import (
     Output,
     Sink,
     Spool,
+    SpoolBudget,
     cap_text,
     full_output_note,
 )
 from tuiapp.tools.formats.base import FormatContext, ToolFormat
-from tuiapp.tools.in_flight import InFlight
+from tuiapp.tools.in_flight import CallGate, InFlight
 from tuiapp.tools.model import ToolSpec
 from tuiapp.tools.proc import run_collect
 from tuiapp.tools.process_call import run_process
 
 Emit = Callable[[Event], None]
+MB = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -92,6 +101,18 @@ class Runner:
         self.env: dict[str, str] = dict(env or {})
         self.formats = {f.name: f for f in formats}
         self._running: dict[str, InFlight] = {}
+        self._gate = CallGate(lambda: self.config.tools.max_parallel)
+        self._budget: SpoolBudget | None = None
+
+    def _spool_budget(self) -> SpoolBudget:
+        """One budget for the session's spool files, counting those a resumed session has."""
+        if self._budget is None:
+            used = 0
+            with contextlib.suppress(OSError):
+                used = sum(e.stat().st_size for e in os.scandir(self.spool_dir) if e.is_file())
+            self._budget = SpoolBudget(
+                lambda: int(self.config.tools.spool_session_mb * MB), used)
+        return self._budget
 
     def reconfigure(self, config: Config) -> None:
         self.config = config
@@ -99,8 +120,13 @@ class Runner:
     def running(self) -> list[str]:
         return list(self._running)
 
+    def queued(self) -> list[str]:
+        return self._gate.waiting()
+
     def cancel(self, call_id: str) -> bool:
-        """Stop a running call (its whole process group). False if it is not running."""
+        """Stop a running or queued call (its whole process group). False if it is neither."""
+        if self._gate.withdraw(call_id):
+            return True
         flight = self._running.get(call_id)
         if flight is None or flight.cancelled:
             return False
@@ -116,13 +142,30 @@ class Runner:
         return (await self.run(spec, call, emit)).finished
 
     async def run(self, spec: ToolSpec, call: ToolCall, emit: Emit) -> RunOutcome:
+        if not self._gate.try_enter():
+            emit(ToolCallQueued(call.id, spec.name, len(self._gate.waiting())))
+            try:
+                admitted = await self._gate.wait_turn(call.id)
+            except asyncio.CancelledError:
+                emit(self._never_started(spec, call, "was interrupted before it started"))
+                raise
+            if not admitted:
+                fin = self._never_started(spec, call, "was cancelled by the user before it started")
+                emit(fin)
+                return RunOutcome(fin, "", "", False)
+        try:
+            return await self._run_admitted(spec, call, emit)
+        finally:
+            self._gate.leave()
+
+    async def _run_admitted(self, spec: ToolSpec, call: ToolCall, emit: Emit) -> RunOutcome:
         started = time.monotonic()
         spool_path = self.spool_dir / f"{_safe_name(call.id)}.log"
         emit(ToolCallStarted(call.id, spec.name, str(spool_path)))
         cap = self.config.tools.output_cap
         sink = Sink(
             cap,
-            Spool(spool_path),
+            Spool(spool_path, int(self.config.tools.spool_max_mb * MB), self._spool_budget()),
             Batcher(lambda stream, text: emit(ToolOutput(call.id, stream, text))),  # type: ignore[arg-type]
         )
         timeout = self.config.tools.timeout_for(spec.name)
@@ -164,6 +207,10 @@ class Runner:
                     await k
         sink.close()
         return self._finish(emit, flight, status, code, started, text)
+
+    @staticmethod
+    def _never_started(spec: ToolSpec, call: ToolCall, why: str) -> ToolFinished:
+        return ToolFinished(call.id, spec.name, "cancelled", None, 0, f"{spec.name} {why}.")
 
     def _finish(
         self,

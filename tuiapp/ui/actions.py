@@ -180,7 +180,21 @@ class SessionActions(App[int]):
     @work(exclusive=True, group="session")
     async def resume(self, session_id: str) -> None:
         assert self.store is not None
+        from tuiapp.core.session_lock import SessionBusy, acquire, release
+        from tuiapp.core.store import StoreError
+
+        try:
+            acquire(self.store, session_id)  # one live writer per session
+        except SessionBusy as e:
+            self.notify(f"{e} (kep --session {session_id} --fork)", severity="error", timeout=10)
+            return
+        except StoreError as e:
+            self.notify(str(e), severity="error", timeout=10)
+            return
+        previous = self.chat.session_id
         await self._switch_chat(session_id, self.store.load_messages(session_id))
+        if previous and previous != session_id:
+            release(self.store, previous)
         self.notify(f"Resumed session {session_id}.")
 
     def action_export_session(self) -> None:

@@ -31,7 +31,6 @@ A bad file never stops kep: it is skipped and reported as one line naming the fi
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -105,12 +104,9 @@ def _color(value: Any, file: Path, key: str) -> str:
 
 def load_theme_file(file: Path) -> Theme:
     try:
-        with file.open("rb") as f:
-            data = tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise ThemeFileError(file, "", f"not valid TOML: {e}") from None
-    except OSError as e:
-        raise ThemeFileError(file, "", f"cannot read: {e.strerror}") from None
+        data = config.read_toml(file)  # bad bytes, bad TOML, deep nesting: one line each
+    except config.ConfigError as e:
+        raise ThemeFileError(file, e.key, e.message) from None
     return parse_theme(data, file)
 
 

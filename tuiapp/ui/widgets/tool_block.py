@@ -17,11 +17,11 @@ from textual.widgets import Static
 from tuiapp.core.events import ToolCallDecided, ToolFinished
 from tuiapp.core.messages import ToolCall
 
-ICONS = {"requested": "⌛", "asking": "⌛", "running": "⌛", "ok": "✔", "failed": "✗",
-         "timed_out": "⏱", "cancelled": "⊘", "denied": "⊘", "interrupted": "⊘"}
-LABELS = {"requested": "", "asking": "waiting for you", "running": "running", "ok": "",
-          "failed": "failed", "timed_out": "timed out", "cancelled": "cancelled",
-          "denied": "denied", "interrupted": "interrupted"}
+ICONS = {"requested": "⌛", "asking": "⌛", "queued": "⌛", "running": "⌛", "ok": "✔",
+         "failed": "✗", "timed_out": "⏱", "cancelled": "⊘", "denied": "⊘", "interrupted": "⊘"}
+LABELS = {"requested": "", "asking": "waiting for you", "queued": "queued",
+          "running": "running", "ok": "", "failed": "failed", "timed_out": "timed out",
+          "cancelled": "cancelled", "denied": "denied", "interrupted": "interrupted"}
 ARGS_PREVIEW = 200
 
 
@@ -105,6 +105,11 @@ class ToolCallBlock(Vertical):
         else:
             self._detail = f"{'allowed' if event.decision == 'allow' else 'denied'} by {event.rule}"
         self._edited = event.edited_arguments
+        self._refresh_text()
+
+    def queued(self) -> None:
+        """Approved, waiting for a free slot ([tools] max_parallel)."""
+        self.status = "queued"
         self._refresh_text()
 
     def running(self) -> None:

@@ -25,6 +25,7 @@ from textual.widgets import Button, Static, TabbedContent, TabPane
 from tuiapp.core.events import (
     Event,
     ToolCallDecided,
+    ToolCallQueued,
     ToolCallRequested,
     ToolCallStarted,
     ToolFinished,
@@ -35,9 +36,10 @@ from tuiapp.ui.widgets.output_log import OutputLog
 MAX_PANES = 40  # finished panes beyond this are closed, oldest first (memory stays bounded)
 ARGS_SHOWN = 400  # characters of the arguments shown in a pane header
 
-ICONS = {"pending": "⌛", "running": "⌛", "ok": "✔", "failed": "✗", "timed_out": "⏱",
-         "cancelled": "⊘", "denied": "⊘"}
+ICONS = {"pending": "⌛", "queued": "⌛", "running": "⌛", "ok": "✔", "failed": "✗",
+         "timed_out": "⏱", "cancelled": "⊘", "denied": "⊘"}
 LABELS = {"timed_out": "timed out"}
+CANCELLABLE = ("running", "queued")
 STYLES = {"ok": "$text-success", "failed": "$text-error", "timed_out": "$text-warning",
           "cancelled": "$text-warning", "denied": "$text-warning"}
 FINISHED = frozenset({"ok", "failed", "timed_out", "cancelled", "denied"})
@@ -92,7 +94,7 @@ class ToolPane(TabPane):
         yield self.output
         with Horizontal(classes="tool-pane--buttons"):
             yield Button(Content("Cancel (c)"), classes="tool-pane--cancel", compact=True,
-                         variant="error", disabled=self.state.status != "running")
+                         variant="error", disabled=self.state.status not in CANCELLABLE)
             yield Button(Content("Full output (o)"), classes="tool-pane--open", compact=True)
 
     def _status_content(self) -> Content:
@@ -111,7 +113,8 @@ class ToolPane(TabPane):
         if not self.is_mounted:
             return
         self.query_one(".tool-pane--status", Static).update(self._status_content())
-        self.query_one(".tool-pane--cancel", Button).disabled = self.state.status != "running"
+        self.query_one(".tool-pane--cancel", Button).disabled = (
+            self.state.status not in CANCELLABLE)
         if self.id:
             try:
                 self.query_ancestor(TabbedContent).get_tab(self.id).label = self._tab_label()
@@ -188,7 +191,7 @@ class ToolPanes(Widget):
         """Apply one core event; returns False for events the panes do not show."""
         if not self._ready:
             if isinstance(event, ToolCallRequested | ToolCallStarted | ToolOutput | ToolFinished
-                          | ToolCallDecided):
+                          | ToolCallDecided | ToolCallQueued):
                 self._pending.append(event)
                 return True
             return False
@@ -206,6 +209,11 @@ class ToolPanes(Widget):
                 del self._panes[event.call.id]
                 self._panes[f"{event.call.id} (earlier {id(old)})"] = old
             self._open(event.call.id, event.call.name, _args_content(event))
+            return True
+        if isinstance(event, ToolCallQueued):
+            pane = self._panes.get(event.call_id) or self._open(event.call_id, event.name)
+            pane.state.status = "queued"
+            pane.refresh_status()
             return True
         if isinstance(event, ToolCallStarted):
             pane = self._panes.get(event.call_id) or self._open(event.call_id, event.name)
@@ -284,7 +292,7 @@ class ToolPanes(Widget):
     def action_cancel(self) -> None:
         """Cancel the running call in the visible pane."""
         pane = self.active_pane()
-        if pane is None or pane.state.status != "running":
+        if pane is None or pane.state.status not in CANCELLABLE:
             self.app.bell()
             return
         self.post_message(self.CancelRequested(pane.state.call_id))

@@ -22,6 +22,7 @@ from tuiapp.core.events import (
     ReasoningDelta,
     Retrying,
     ToolCallDecided,
+    ToolCallQueued,
     ToolCallRequested,
     ToolCallStarted,
     ToolFinished,
@@ -196,6 +197,9 @@ class Transcript(VerticalScroll):
         elif isinstance(event, ToolCallDecided):
             if block := self._blocks.get(event.call_id):
                 block.decided(event)
+        elif isinstance(event, ToolCallQueued):
+            if block := self._blocks.get(event.call_id):
+                block.queued()
         elif isinstance(event, ToolCallStarted):
             if block := self._blocks.get(event.call_id):
                 block.running()
