@@ -137,3 +137,29 @@ async def test_two_megabytes_of_thinking_render_bounded(proj: Path) -> None:
         await pilot.press("ctrl+b")
         await pilot.pause()
         assert SHOWN_CHARS <= len(str(block.render())) < SHOWN_CHARS + 100
+
+
+async def test_real_provider_thinking_and_the_palette_reasoning_level(proj: Path) -> None:
+    from fakes import recorded
+    from fakes.llm_server import FakeLLMServer
+
+    with FakeLLMServer([recorded.mistral_list_content(), {"text": "ok"}]) as server:
+        (proj / "kep.toml").write_text(
+            '[tools]\nbuiltins = false\n[providers.fake]\napi = "chat"\n'
+            f'base_url = "{server.base_url}"\n')
+        app = app_for(proj, model="fake/magistral-medium-2509")
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "2+2?")
+            await wait_idle(pilot)
+            reply = app.query_one(AssistantReply)
+            assert reply.text == "The answer is 4."
+            assert "Simple arithmetic." in reply.query_one(ThinkingBlock).text
+            from tuiapp.ui.commands import kep_commands
+
+            titles = [c.title for c in kep_commands(app)]
+            assert "Reasoning effort" in titles and "Show or hide thinking" in titles
+            app.set_reasoning("high")  # what the palette's "Reasoning effort" entry calls
+            await send(pilot, "again")
+            await wait_idle(pilot)
+        first, second = (r.body for r in server.requests)
+    assert "reasoning_effort" not in first and second["reasoning_effort"] == "high"
