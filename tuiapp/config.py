@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -384,24 +383,16 @@ def load(project_root: Path | None = None, user_file: Path | None = None) -> Con
 # ---- writing -----------------------------------------------------------------------------
 
 
-def write_toml_atomic(path: Path, data: Mapping[str, Any]) -> None:
-    import tomli_w  # only writers need it (not on the way to the first frame)
+def write_toml_atomic(path: Path, data: Mapping[str, Any]) -> Path:
+    """Atomically, keeping the mode, through a symlink (see toml_write)."""
+    from tuiapp import toml_write
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            tomli_w.dump(dict(data), f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    return toml_write.write_atomic(path, toml_write.dumps(data))
 
 
 def add_rule(file: Path, tool_regex: str, action: Action, args_regex: str | None = None) -> Rule:
-    """Put a rule at the front of `file`'s approval rules (first match wins), atomically."""
+    """Put a rule at the front of `file`'s approval rules, atomically, as a
+    `[[approval.rules]]` table. (A deny rule elsewhere still wins: see policy.)"""
     data = _read_toml(file)
     rule: dict[str, Any] = {"tool": tool_regex, "action": action}
     if args_regex:

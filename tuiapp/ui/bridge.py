@@ -77,7 +77,8 @@ class ApprovalBroker:
         self._batch, self._blanket = frozenset(), None
 
     async def __call__(self, call: ToolCall, spec: ToolSpec, verdict: Verdict) -> Approval:
-        if self._blanket is not None and call.id in self._batch:
+        # A second question about a call (edited arguments, changed code) needs its own answer.
+        if self._blanket is not None and call.id in self._batch and not verdict.again:
             return self._blanket
         future: asyncio.Future[Approval] = asyncio.get_running_loop().create_future()
         self._post(ApprovalRequested(PendingApproval(call, spec, verdict, future)))
