@@ -146,3 +146,12 @@ def test_an_mcp_readfile_with_read_only_hint_is_asked(project: Path) -> None:
     out = run(project, "readfile a.txt")
     assert "was not run" in out.stdout and "alpha" not in out.stdout, out.stdout + out.stderr
     assert not marker.exists(), out.stdout + out.stderr
+
+
+def test_kep_call_denies_a_respelt_command(project: Path) -> None:
+    (project / "kep.toml").write_text(DENY_RM)
+    target = victim(project)
+    out = subprocess.run([*KEP, "call", "execcmd", SPELLINGS["tab"], "--project", str(project)],
+                         capture_output=True, text=True, env=kep_env(), timeout=60)
+    assert out.returncode == 1 and "denied by" in out.stderr, out.stderr
+    assert (target / "precious.txt").exists()
