@@ -64,7 +64,7 @@ BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
 class Rule(FrozenRecord):
     tool: str  # regex, full match against the tool name
     action: Action
-    args: str | None = None  # regex, searched in the canonical JSON of the arguments
+    args: str | None = None  # regex over the decoded arguments (core/argument_text.py)
     origin: str = ""  # "file.toml rule 3", for messages
 
     def describe(self) -> str:

@@ -208,3 +208,18 @@ def test_readme_ask_example_asks_even_when_the_environment_skips() -> None:
         call = ToolCall("c", "git_reset", {"mode": "hard"})
         env = {"LLM_MCP_SKIP_CONFIRM": ".*"}
         assert decide(call, approval(rule), env, spec=None).action == "ask"
+
+
+def test_the_texts_stay_proportional_to_the_arguments() -> None:
+    """A call built to multiply the texts (an argv at each of 500 levels around a 1 MB
+    string, 100 000 array items, a repeated 2 MB key) costs a few times its own size."""
+    from tuiapp.core import argument_text
+
+    deep: Any = ["y" * 1_000_000]
+    for i in range(500):
+        deep = [f"w{i}", deep]
+    for raw in (json.dumps({"a": deep}), json.dumps({"argv": ["a"] * 100_000}),
+                '{"cmd": "%s", "cmd": "ls"}' % ("z" * 2_000_000)):
+        call = ToolCall.from_raw("c", "execcmd", raw)
+        texts = argument_text.texts(call.arguments, call.raw_arguments, ())
+        assert sum(map(len, texts)) < 6 * len(raw)

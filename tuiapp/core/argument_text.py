@@ -6,7 +6,7 @@ a nested object, keys in any order, a key given twice. The tool gets the decoded
 
 - every value at any depth (strings as decoded; numbers, booleans and null as JSON), and every
   object key;
-- every array's items joined by one space (`["rm", "-rf", "x"]` reads `rm -rf x`);
+- every array of plain values joined by one space (`["rm", "-rf", "x"]` reads `rm -rf x`);
 - all the call's values joined by one space, in the tool's parameter order and in key order;
 - each of those again with every run of whitespace collapsed to one space, and with shell
   quotes and backslashes removed as well (`r'm' -r\\<newline>f` reads `rm -rf`).
@@ -44,29 +44,28 @@ def texts(
     searched too (the decoded object keeps only the last). `order` is the tool's parameter
     order, for the joined text."""
     objects: list[Any] = [arguments]
-    if raw:
+    if raw and '"' in raw:
         alt = _all_pairs(raw)
         if alt is not None:
             objects.append(alt)
     found: dict[str, None] = {}  # an ordered set
-
-    def add(text: str) -> None:
-        found.setdefault(text, None)
-
+    rank = {k: i for i, k in enumerate(order)}
     for obj in objects:
-        for text in _leaf_texts(obj):
-            add(text)
-        for items in _arrays(obj):
-            add(" ".join(_values(items)))
-        top = _pairs(obj)
-        rank = {k: i for i, k in enumerate(order)}
-        by_schema = sorted(top, key=lambda kv: (rank.get(kv[0], len(rank)), kv[0]))
-        by_key = sorted(top, key=lambda kv: kv[0])
+        per_key, keys, argvs = _scan(obj)
+        for text in keys:
+            found.setdefault(text, None)
+        for _, values in per_key:
+            for text in values:
+                found.setdefault(text, None)
+        for text in argvs:
+            found.setdefault(text, None)
+        by_schema = sorted(per_key, key=lambda kv: (rank.get(kv[0], len(rank)), kv[0]))
+        by_key = sorted(per_key, key=lambda kv: kv[0])
         for pairs in (by_schema, by_key):
-            add(" ".join(t for _, v in pairs for t in _values(v)))
+            found.setdefault(" ".join(t for _, values in pairs for t in values), None)
     for text in list(found):
         for variant in _variants(text):
-            add(variant)
+            found.setdefault(variant, None)
     return list(found)
 
 
@@ -81,11 +80,20 @@ class _Pairs(list):  # type: ignore[type-arg]
 
 
 def _all_pairs(raw: str) -> Any:
+    """The raw object with every copy of a repeated key, or None when no key repeats (the
+    decoded arguments then say it all)."""
+    repeated = False
+
+    def hook(pairs: list[tuple[str, Any]]) -> _Pairs:
+        nonlocal repeated
+        repeated = repeated or len({k for k, _ in pairs}) != len(pairs)
+        return _Pairs(pairs)
+
     try:
-        value = json.loads(raw, object_pairs_hook=_Pairs)
+        value = json.loads(raw, object_pairs_hook=hook)
     except (ValueError, RecursionError):
         return None
-    return value if isinstance(value, _Pairs) else None
+    return value if repeated and isinstance(value, _Pairs) else None
 
 
 def _pairs(obj: Any) -> list[tuple[str, Any]]:
@@ -100,42 +108,28 @@ def _scalar(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _walk(value: Any) -> Iterable[tuple[str, Any]]:
-    """Depth first, without recursion (a hostile call can nest thousands deep): yields
-    ("key", text), ("leaf", text) and ("array", items)."""
-    stack: list[Any] = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, _Pairs | Mapping):
-            pairs = _pairs(item)
-            for k, v in reversed(pairs):
-                stack.append(v)
-                stack.append(_Key(k))
-        elif isinstance(item, list):
-            yield "array", item
-            stack.extend(reversed(item))
-        elif isinstance(item, _Key):
-            yield "key", str(item)
-        else:
-            yield "leaf", _scalar(item)
-
-
-class _Key(str):
-    pass
-
-
-def _leaf_texts(obj: Any) -> Iterable[str]:
-    for kind, item in _walk(obj):
-        if kind != "array":
-            yield item
-
-
-def _arrays(obj: Any) -> Iterable[list[Any]]:
-    for kind, item in _walk(obj):
-        if kind == "array":
-            yield item
-
-
-def _values(value: Any) -> list[str]:
-    """The scalar values under `value`, in order (keys left out)."""
-    return [item for kind, item in _walk(value) if kind == "leaf"]
+def _scan(obj: Any) -> tuple[list[tuple[str, list[str]]], list[str], list[str]]:
+    """One pass, without recursion (a hostile call can nest thousands deep): each top-level
+    key with the values under it in order, every key at any depth, and every array of plain
+    values joined by one space."""
+    per_key: list[tuple[str, list[str]]] = []
+    keys: list[str] = []
+    argvs: list[str] = []
+    for top, value in _pairs(obj):
+        keys.append(top)
+        values: list[str] = []
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, _Pairs | dict):
+                pairs = _pairs(item)
+                keys.extend(k for k, _ in pairs)
+                stack.extend(v for _, v in reversed(pairs))
+            elif isinstance(item, list):
+                if not any(isinstance(i, list | dict) for i in item):
+                    argvs.append(" ".join(map(_scalar, item)))
+                stack.extend(reversed(item))
+            else:
+                values.append(_scalar(item))
+        per_key.append((top, values))
+    return per_key, keys, argvs
