@@ -111,6 +111,8 @@ async def test_edited_arguments_that_still_need_asking_are_asked_again() -> None
     second_call, _, second = asker.asked[1]
     assert second_call.arguments == {"cmd": "make test"} and "edited" in second.again
     assert [r.arguments for r in rec.ran] == [{"cmd": "make test"}]
+    # Every decision event names the arguments that will run, so no view shows the old ones.
+    assert [d.edited_arguments for d in rec.of(ToolCallDecided)] == [{"cmd": "make test"}] * 2
 
 
 async def test_edited_arguments_an_allow_rule_covers_run_without_a_second_question() -> None:

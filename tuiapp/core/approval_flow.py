@@ -70,21 +70,26 @@ async def clear(
     """Decide `call`, asking `approver` when the rules say ask. `current` gives the tool as
     the registry knows it now, checked after each answer."""
     again = ""
+    original = call.arguments
+
+    def edited() -> dict[str, Any] | None:  # every later event says what will really run
+        return call.arguments if call.arguments != original else None
+
     for _ in range(MAX_ROUNDS):
         verdict = policy.decide(call, approval(), env, spec=spec)
         if verdict.action == "deny":
-            emit(ToolCallDecided(call.id, "deny", verdict.rule))
+            emit(ToolCallDecided(call.id, "deny", verdict.rule, edited_arguments=edited()))
             after = f"; {again}" if again else ""
             return Refused("denied", f"denied by policy ({verdict.rule}){after}")
         if verdict.action == "allow":
-            emit(ToolCallDecided(call.id, "allow", verdict.rule))
+            emit(ToolCallDecided(call.id, "allow", verdict.rule, edited_arguments=edited()))
             return Cleared(call, spec)
         if again:
             verdict = replace(verdict, again=again)
         sealed = await seal(spec)
         answer = await approver(call, spec, verdict)
         emit(ToolCallDecided(call.id, "ask", verdict.rule, answer.approved, answer.reason,
-                             answer.arguments))
+                             answer.arguments if answer.arguments is not None else edited()))
         if not answer.approved:
             why = f"the user denied this call: {answer.reason}" if answer.reason else (
                 "the user denied this call")
