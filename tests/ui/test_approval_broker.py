@@ -27,3 +27,16 @@ async def test_allow_all_does_not_answer_a_question_asked_again() -> None:
     assert not task.done() and len(posted) == 1  # it waits for the user instead
     posted[0].request.resolve(Approval(False))
     assert not (await task).approved
+
+
+async def test_allow_all_answers_a_question_still_on_its_way_to_the_panel() -> None:
+    """N pressed while the next call's request is posted but not yet shown: it is covered."""
+    posted: list[Any] = []
+    broker = ApprovalBroker(posted.append)
+    calls = (ToolCall("c1", "job", {}), ToolCall("c2", "job", {}))
+    broker.observe(MessageAdded(Message("assistant", "", tool_calls=calls)))
+    task = asyncio.ensure_future(broker(calls[1], SPEC, Verdict("ask", "r")))
+    await asyncio.sleep(0.01)
+    assert len(posted) == 1 and not task.done()
+    broker.answer_rest(Approval(False))
+    assert not (await asyncio.wait_for(task, 1)).approved
