@@ -185,3 +185,12 @@ def test_add_rule_refuses_a_dangling_symlink(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="does not exist"):
         config.add_rule(link, "^x$", "allow")
     assert link.is_symlink() and not (tmp_path / "nowhere").exists()
+
+
+def test_saving_a_theme_keeps_rules_as_tables(tmp_path: Path) -> None:
+    f = write(tmp_path / "kep.toml", '[[approval.rules]]\ntool = "a"\naction = "ask"\n')
+    config.set_value(f, "theme", "light")
+    text = f.read_text()
+    assert "[[approval.rules]]" in text and "rules = [" not in text
+    cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
+    assert cfg.theme == "light" and [r.tool for r in cfg.approval.rules] == ["a"]

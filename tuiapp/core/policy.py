@@ -27,7 +27,7 @@ from tuiapp.tools.model import ToolSpec
 READ_ONLY_BUILTINS: dict[str, frozenset[str]] = {
     "files": frozenset({"readfile", "listdir", "grep"}),
 }
-BUILTIN_DEFAULT = "kep's read-only built-ins (readfile, listdir, grep from kep itself)"
+BUILTIN_DEFAULT = "kep's default for its own read-only built-ins"
 
 
 @dataclass(frozen=True)
