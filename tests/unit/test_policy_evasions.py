@@ -76,12 +76,16 @@ def action(rules: ApprovalConfig, raw: str, name: str = "execcmd") -> str:
     return decide(call, rules, {}, spec=SPEC).action
 
 
-@pytest.mark.parametrize("deny", DENY_RULES)
-@pytest.mark.parametrize(("label", "raw"), EVASIONS, ids=[e[0] for e in EVASIONS])
+# An anchored rule describes a value that starts with `rm`: not these entries.
+NOT_AT_START = {"newline before", "after a 2 MB line", "control characters around",
+                "escaped slash"}
+CASES = [(label, raw, deny) for label, raw in EVASIONS for deny in DENY_RULES
+         if not (deny.startswith("^") and label in NOT_AT_START)]
+
+
+@pytest.mark.parametrize(("label", "raw", "deny"), CASES,
+                         ids=[f"{c[0]} / {c[2]}" for c in CASES])
 def test_every_evasion_is_denied(label: str, raw: str, deny: str) -> None:
-    if deny.startswith("^") and label in ("newline before", "after a 2 MB line",
-                                          "control characters around", "escaped slash"):
-        pytest.skip("an anchored rule describes a value that starts with `rm`")
     # An allow rule for the tool stands before the deny rule: deny wins whatever the order.
     rules = approval({"tool": ".*", "action": "allow"},
                      {"tool": "execcmd", "args": deny, "action": "deny"})
