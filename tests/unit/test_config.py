@@ -194,3 +194,11 @@ def test_saving_a_theme_keeps_rules_as_tables(tmp_path: Path) -> None:
     assert "[[approval.rules]]" in text and "rules = [" not in text
     cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
     assert cfg.theme == "light" and [r.tool for r in cfg.approval.rules] == ["a"]
+
+
+def test_add_rule_to_a_file_that_is_not_utf8_is_one_clear_error(tmp_path: Path) -> None:
+    f = tmp_path / "kep.toml"
+    f.write_bytes(b'model = "\xff\xfe"\n')
+    with pytest.raises(config.ConfigError, match="not UTF-8"):
+        config.add_rule(f, "^x$", "allow")
+    assert f.read_bytes() == b'model = "\xff\xfe"\n'  # nothing lost
