@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -72,7 +71,7 @@ BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
 class Rule(FrozenRecord):
     tool: str  # regex, full match against the tool name
     action: Action
-    args: str | None = None  # regex, searched in the canonical JSON of the arguments
+    args: str | None = None  # regex over the decoded arguments (core/argument_text.py)
     origin: str = ""  # "file.toml rule 3", for messages
 
     def describe(self) -> str:
@@ -573,26 +572,19 @@ def written_by_kep(files: tuple[Path, ...]) -> bool:
     return _OWN_WRITES.get(newest) == key
 
 
-def write_toml_atomic(path: Path, data: Mapping[str, Any]) -> None:
-    import tomli_w  # only writers need it (not on the way to the first frame)
+def write_toml_atomic(path: Path, data: Mapping[str, Any]) -> Path:
+    """Atomically, keeping the mode, through a symlink (see toml_write)."""
+    from tuiapp import toml_write
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            tomli_w.dump(dict(data), f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        if (key := _stat_key(path)) is not None:
-            _OWN_WRITES[path] = key
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    written = toml_write.write_atomic(path, toml_write.dumps(data))
+    if (key := _stat_key(path)) is not None:
+        _OWN_WRITES[path] = key
+    return written
 
 
 def add_rule(file: Path, tool_regex: str, action: Action, args_regex: str | None = None) -> Rule:
-    """Put a rule at the front of `file`'s approval rules (first match wins), atomically."""
+    """Put a rule at the front of `file`'s approval rules, atomically, as a
+    `[[approval.rules]]` table. (A deny rule elsewhere still wins: see policy.)"""
     data = _read_toml(file)
     rule: dict[str, Any] = {"tool": tool_regex, "action": action}
     if args_regex:

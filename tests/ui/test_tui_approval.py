@@ -138,6 +138,15 @@ async def test_e_edits_the_arguments_and_invalid_json_is_refused(proj: Path) -> 
         assert ran(proj) == []
         editor.load_text('{"path": "other.txt"}')
         await pilot.press("ctrl+s")
+        # The edited call is decided again: it still needs asking, so kep asks about it.
+        await until(pilot, lambda: panel.current is not None
+                    and panel.current.call.arguments == {"path": "other.txt"},
+                    what="the question about the edited call")
+        assert ran(proj) == []
+        assert "edited" in str(panel.query_one(".approval-rule").render())
+        await pilot.pause(0.6)  # a fresh question ignores keys for a moment
+        panel.focus()
+        await pilot.press("y")
         await wait_idle(pilot)
         assert ran(proj) == ["other.txt"]
         assert "OTHER FILE" in tool_messages(app)[0].content

@@ -186,3 +186,70 @@ def test_kep_own_write_is_not_announced_as_a_reload(tmp_path: Path) -> None:
     assert config.written_by_kep((f,))
     f.write_text(f.read_text() + "\n# the user's edit\n")
     assert not config.written_by_kep((f,))
+
+
+def test_add_rule_writes_array_of_tables_as_the_readme_shows(tmp_path: Path) -> None:
+    f = write(tmp_path / "kep.toml", '[approval]\ndefault = "ask"\n\n[tools]\ntimeout = 5\n'
+              '[[approval.rules]]\ntool = "a"\nargs = \'rm\\s+-rf\'\naction = "deny"\n')
+    config.add_rule(f, "^execcmd$", "allow")
+    text = f.read_text()
+    assert "rules = [" not in text and text.count("[[approval.rules]]") == 2
+    cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
+    assert [(r.tool, r.action, r.args) for r in cfg.approval.rules] == [
+        ("^execcmd$", "allow", None), ("a", "deny", r"rm\s+-rf")]
+    assert cfg.tools.timeout == 5 and cfg.approval.default == "ask"
+
+
+def test_add_rule_to_a_new_file_and_odd_strings_round_trip(tmp_path: Path) -> None:
+    f = tmp_path / "kep.toml"
+    odd = "^we\"ird\ttool\\name'$"
+    config.add_rule(f, odd, "deny", args_regex="a\nb")
+    cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
+    assert [(r.tool, r.args) for r in cfg.approval.rules] == [(odd, "a\nb")]
+
+
+def test_add_rule_keeps_the_file_mode(tmp_path: Path) -> None:
+    f = write(tmp_path / "kep.toml", 'model = "offline"\n')
+    f.chmod(0o640)
+    config.add_rule(f, "^x$", "allow")
+    assert f.stat().st_mode & 0o777 == 0o640
+
+
+def test_add_rule_writes_through_a_symlink(tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    target = write(dotfiles / "kep.toml", 'model = "offline"\n')
+    target.chmod(0o600)
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    link = proj / "kep.toml"
+    link.symlink_to(target)
+    config.add_rule(link, "^x$", "allow")
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    assert "[[approval.rules]]" in target.read_text()
+    assert target.stat().st_mode & 0o777 == 0o600
+    assert not list(proj.glob(".kep.toml*")) and not list(dotfiles.glob(".kep.toml.*"))
+
+
+def test_add_rule_refuses_a_dangling_symlink(tmp_path: Path) -> None:
+    link = tmp_path / "kep.toml"
+    link.symlink_to(tmp_path / "nowhere" / "kep.toml")
+    with pytest.raises(OSError, match="does not exist"):
+        config.add_rule(link, "^x$", "allow")
+    assert link.is_symlink() and not (tmp_path / "nowhere").exists()
+
+
+def test_saving_a_theme_keeps_rules_as_tables(tmp_path: Path) -> None:
+    f = write(tmp_path / "kep.toml", '[[approval.rules]]\ntool = "a"\naction = "ask"\n')
+    config.set_value(f, "theme", "light")
+    text = f.read_text()
+    assert "[[approval.rules]]" in text and "rules = [" not in text
+    cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
+    assert cfg.theme == "light" and [r.tool for r in cfg.approval.rules] == ["a"]
+
+
+def test_add_rule_to_a_file_that_is_not_utf8_is_one_clear_error(tmp_path: Path) -> None:
+    f = tmp_path / "kep.toml"
+    f.write_bytes(b'model = "\xff\xfe"\n')
+    with pytest.raises(config.ConfigError, match="not UTF-8"):
+        config.add_rule(f, "^x$", "allow")
+    assert f.read_bytes() == b'model = "\xff\xfe"\n'  # nothing lost

@@ -11,6 +11,16 @@ from tuiapp import config
 from tuiapp.config import ApprovalConfig, ConfigError
 from tuiapp.core.messages import ToolCall
 from tuiapp.core.policy import decide, decide_direct
+from tuiapp.paths import builtin_functions_dir
+from tuiapp.tools.model import ToolSpec
+
+BUILTIN_FILES = str(builtin_functions_dir() / "files")
+
+
+def builtin(name: str) -> ToolSpec:
+    """A tool as the registry lists kep's own bundled `files` executable."""
+    return ToolSpec(name, "", {"type": "object"}, "keprompt", BUILTIN_FILES,
+                    run={"exe": BUILTIN_FILES})
 
 
 def approval(*rules: dict[str, Any], default: str = "ask") -> ApprovalConfig:
@@ -24,7 +34,7 @@ def verdict(
     args: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
 ) -> str:
-    return decide(ToolCall("1", name, args or {}), approval_cfg, env).action
+    return decide(ToolCall("1", name, args or {}), approval_cfg, env, spec=builtin(name)).action
 
 
 @pytest.mark.parametrize(
@@ -43,17 +53,20 @@ def test_shipped_defaults_allow_reading_and_ask_for_the_rest(name: str, action: 
     assert verdict(approval(), name) == action
 
 
-def test_rules_in_order_first_match_wins() -> None:
+def test_rules_in_order_first_match_wins_but_deny_wins_whatever_its_place() -> None:
     a = approval({"tool": "exec.*", "action": "deny"}, {"tool": ".*", "action": "allow"})
     assert verdict(a, "execcmd") == "deny"
     assert verdict(a, "writefile") == "allow"
     b = approval({"tool": ".*", "action": "allow"}, {"tool": "exec.*", "action": "deny"})
-    assert verdict(b, "execcmd") == "allow"
+    assert verdict(b, "execcmd") == "deny"
+    assert verdict(b, "writefile") == "allow"
+    c = approval({"tool": ".*", "action": "allow"}, {"tool": "write.*", "action": "ask"})
+    assert verdict(c, "writefile") == "allow"  # among allow and ask, order still decides
 
 
 def test_tool_regex_is_a_full_match_and_rules_beat_shipped_defaults() -> None:
     a = approval({"tool": "read", "action": "deny"}, {"tool": "readfile", "action": "ask"})
-    v = decide(ToolCall("1", "readfile", {}), a)
+    v = decide(ToolCall("1", "readfile", {}), a, spec=builtin("readfile"))
     assert v.action == "ask" and v.rule == "kep.toml rule 2: tool ~ /readfile/ → ask"
 
 
@@ -75,7 +88,7 @@ def test_args_regex_searches_the_canonical_json() -> None:
 def test_default_applies_when_nothing_matches() -> None:
     assert verdict(approval(default="deny"), "execcmd") == "deny"
     assert verdict(approval(default="allow"), "execcmd") == "allow"
-    v = decide(ToolCall("1", "x", {}), approval(default="deny"))
+    v = decide(ToolCall("1", "x", {}), approval(default="deny"), spec=None)
     assert v.rule == "[approval] default = deny"
 
 
@@ -118,10 +131,12 @@ def test_a_rule_needs_tool_and_a_valid_action() -> None:
 
 def test_kep_call_skips_asking_but_deny_still_stands() -> None:
     a = approval({"tool": "execcmd", "args": "rm ", "action": "deny"})
-    assert decide_direct(ToolCall("1", "execcmd", {"cmd": "ls"}), a).action == "allow"
-    denied = decide_direct(ToolCall("1", "execcmd", {"cmd": "rm x"}), a)
+    spec = builtin("execcmd")
+    assert decide_direct(ToolCall("1", "execcmd", {"cmd": "ls"}), a, spec=spec).action == "allow"
+    denied = decide_direct(ToolCall("1", "execcmd", {"cmd": "rm x"}), a, spec=spec)
     assert denied.action == "deny" and "rule 1" in denied.rule
-    assert decide_direct(ToolCall("1", "x", {}), approval(default="deny")).action == "deny"
+    x = ToolCall("1", "x", {})
+    assert decide_direct(x, approval(default="deny"), spec=None).action == "deny"
 
 
 def test_project_rules_come_before_the_users(

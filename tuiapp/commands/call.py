@@ -100,7 +100,7 @@ async def _call_in(ws: Any, name: str, words: list[str], *, as_json: bool) -> in
     if problem:
         fail(f"invalid arguments for {name}: {problem} (nothing was run)")
     call = ToolCall("call-" + os.urandom(4).hex(), name, arguments)
-    verdict = policy.decide_direct(call, cfg.approval, os.environ)
+    verdict = policy.decide_direct(call, cfg.approval, os.environ, spec=spec)
     if verdict.action == "deny":
         fail(f"{name} denied by {verdict.rule}", 1)
 

@@ -121,7 +121,8 @@ def tty_approver() -> Approver:
 
     async def ask(call: ToolCall, spec: ToolSpec, verdict: policy.Verdict) -> Approval:
         args = json.dumps(call.arguments, ensure_ascii=False)
-        prompt = f"Allow {call.name} {args}? ({verdict.rule}) [y/N] "
+        why = f"asking again: {verdict.again}; {verdict.rule}" if verdict.again else verdict.rule
+        prompt = f"Allow {call.name} {args}? ({why}) [y/N] "
         answer = await asyncio.to_thread(_read_answer, prompt)
         return Approval(answer in ("y", "yes"))
 

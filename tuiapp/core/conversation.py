@@ -6,10 +6,11 @@ import asyncio
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from tuiapp.config import ApprovalConfig, ToolsConfig
 from tuiapp.core import policy
+from tuiapp.core.approval_flow import Approval, Approver, Cleared, clear
 from tuiapp.core.events import (
     UNFINISHED_STOPS,
     Event,
@@ -19,7 +20,6 @@ from tuiapp.core.events import (
     ReasoningDelta,
     Retrying,
     TextDelta,
-    ToolCallDecided,
     ToolCallRequested,
     ToolFinished,
     TurnEnded,
@@ -39,19 +39,6 @@ TEXT_BATCH = 0.02  # seconds of text deltas emitted as one event
 PAUSE_LIMIT = 3  # pause_turn continuations kep makes by itself in one turn
 
 Emit = Callable[[Event], None]
-
-
-@dataclass(frozen=True)
-class Approval:
-    approved: bool
-    reason: str = ""
-    arguments: dict[str, Any] | None = None  # edited arguments, already validated by the UI
-
-
-class Approver(Protocol):
-    def __call__(
-        self, call: ToolCall, spec: ToolSpec, verdict: policy.Verdict
-    ) -> Awaitable[Approval]: ...
 
 
 class Executor(Protocol):
@@ -234,36 +221,12 @@ class Conversation:
                 pending.append(_done(self._finish_error(call, refusal)))
                 continue
             assert spec is not None
-            verdict = policy.decide(call, self.approval(), self.env)
-            if verdict.action == "ask":
-                answer = await self.approver(call, spec, verdict)
-                self.emit(
-                    ToolCallDecided(
-                        call.id,
-                        "ask",
-                        verdict.rule,
-                        answer.approved,
-                        answer.reason,
-                        answer.arguments,
-                    )
-                )
-                if not answer.approved:
-                    why = (
-                        f"the user denied this call: {answer.reason}"
-                        if answer.reason
-                        else ("the user denied this call")
-                    )
-                    pending.append(_done(self._finish(call, "denied", why)))
-                    continue
-                if answer.arguments is not None:
-                    call = ToolCall(call.id, call.name, answer.arguments, call.raw_arguments)
-            else:
-                self.emit(ToolCallDecided(call.id, verdict.action, verdict.rule))
-                if verdict.action == "deny":
-                    pending.append(
-                        _done(self._finish(call, "denied", f"denied by policy ({verdict.rule})"))
-                    )
-                    continue
+            outcome = await clear(call, spec, approval=self.approval, env=self.env,
+                                  approver=self.approver, current=self._current, emit=self.emit)
+            if not isinstance(outcome, Cleared):
+                pending.append(_done(self._finish(call, outcome.status, outcome.result)))
+                continue
+            call, spec = outcome.call, outcome.spec
             # Approved calls start at once and run side by side; results keep call order.
             pending.append(asyncio.ensure_future(self.executor(spec, call, self.emit)))
         results = await asyncio.gather(*pending)
@@ -277,6 +240,9 @@ class Conversation:
                     is_error=fin.status != "ok",
                 )
             )
+
+    def _current(self, name: str) -> ToolSpec | None:
+        return self.visible_tools().get(name)
 
     def _refusal(
         self,

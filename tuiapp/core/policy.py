@@ -1,25 +1,42 @@
-"""Approval policy: ordered per-regex rules → allow / ask / deny. Pure functions."""
+"""Approval policy: per-regex rules → allow / ask / deny. Pure functions.
+
+The order (README "Approval rules"):
+1. any configured `deny` rule that matches, wherever it stands in the list (deny wins);
+2. the first configured `allow` or `ask` rule that matches;
+3. the llm-functions variables LLM_MCP_NEED_CONFIRM / LLM_MCP_SKIP_CONFIRM;
+4. kep's default: its own read-only built-ins are allowed, recognised by the file they come
+   from (never by name, so a project's `grep` or an MCP server's `readfile` is asked about);
+5. `[approval] default`.
+How a rule's `args` regex meets the arguments is in argument_text.py.
+"""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tuiapp import paths
 from tuiapp.config import Action, ApprovalConfig, Rule
+from tuiapp.core import argument_text
 from tuiapp.core.messages import ToolCall
+from tuiapp.tools.model import ToolSpec
 
-# Built-ins that only read are allowed out of the box; anything that writes or runs asks.
-SHIPPED_RULES: tuple[Rule, ...] = (
-    Rule(r"readfile|listdir|glob|grep|search_files|get_current_time", "allow",
-         origin="kep default"),
-)
+# kep's built-in functions that only read, by the bundled file that declares them.
+READ_ONLY_BUILTINS: dict[str, frozenset[str]] = {
+    "files": frozenset({"readfile", "listdir", "grep"}),
+}
+BUILTIN_DEFAULT = "kep's default for its own read-only built-ins"
 
 
 @dataclass(frozen=True)
 class Verdict:
     action: Action
     rule: str  # which rule decided, for the UI ("ask because …")
+    # Set when kep asks about a call a second time (edited arguments, changed code): why.
+    # An answer given for other calls ("allow all") never covers such a question.
+    again: str = ""
 
 
 def decide(
@@ -27,19 +44,17 @@ def decide(
     approval: ApprovalConfig,
     env: Mapping[str, str] | None = None,
     *,
-    shipped: tuple[Rule, ...] = SHIPPED_RULES,
+    spec: ToolSpec | None,
 ) -> Verdict:
-    """Configured rules first (first match wins), then the llm-functions env regexes, then
-    kep's shipped defaults, then `[approval] default`.
-
-    LLM_MCP_NEED_CONFIRM / LLM_MCP_SKIP_CONFIRM are honoured as in llm-functions, which
-    tests them with `grep -w -E REGEX <<< TOOL_NAME`: a match that is a whole word of the name
-    (not glued to letters, digits or _). NEED wins over SKIP. Configured rules come first, so a
-    configured `deny` always wins.
-    """
-    args = call.canonical_arguments()
+    """The verdict for `call` to the tool `spec` (None: not known; kep's defaults then
+    never allow it)."""
+    order = tuple((spec.parameters.get("properties") or {}) if spec else ())
+    matcher = _Matcher(call, order)
     for rule in approval.rules:
-        if _matches(rule, call.name, args):
+        if rule.action == "deny" and matcher.matches(rule):
+            return Verdict("deny", rule.describe())
+    for rule in approval.rules:
+        if rule.action != "deny" and matcher.matches(rule):
             return Verdict(rule.action, rule.describe())
     env = env or {}
     need, skip = env.get("LLM_MCP_NEED_CONFIRM"), env.get("LLM_MCP_SKIP_CONFIRM")
@@ -47,18 +62,69 @@ def decide(
         return Verdict("ask", f"LLM_MCP_NEED_CONFIRM={need}")
     if skip and _env_match(skip, call.name):
         return Verdict("allow", f"LLM_MCP_SKIP_CONFIRM={skip}")
-    for rule in shipped:
-        if _matches(rule, call.name, args):
-            return Verdict(rule.action, rule.describe())
+    if spec is not None and is_read_only_builtin(spec):
+        return Verdict("allow", BUILTIN_DEFAULT)
     return Verdict(approval.default, f"[approval] default = {approval.default}")
 
 
 def decide_direct(
-    call: ToolCall, approval: ApprovalConfig, env: Mapping[str, str] | None = None
+    call: ToolCall,
+    approval: ApprovalConfig,
+    env: Mapping[str, str] | None = None,
+    *,
+    spec: ToolSpec | None,
 ) -> Verdict:
     """`kep call`: the user typed the call, so `ask` becomes allow; `deny` still stands."""
-    v = decide(call, approval, env)
+    v = decide(call, approval, env, spec=spec)
     return v if v.action == "deny" else Verdict("allow", v.rule)
+
+
+def deny_rules_for(tool: str, approval: ApprovalConfig) -> list[Rule]:
+    """The deny rules that can still stop calls to `tool` (for the "always allow" notice)."""
+    return [r for r in approval.rules if r.action == "deny" and _name_matches(r, tool)]
+
+
+def is_read_only_builtin(spec: ToolSpec) -> bool:
+    """Whether `spec` is one of kep's own read-only built-ins: declared by kep's bundled
+    file, and run from that file. The name alone proves nothing."""
+    if spec.format != "keprompt":
+        return False
+    source = os.path.realpath(spec.source)
+    directory, file = os.path.split(source)
+    if spec.name not in READ_ONLY_BUILTINS.get(file, ()):
+        return False
+    if directory != os.path.realpath(paths.builtin_functions_dir()):
+        return False
+    exe = spec.run.get("exe")
+    return exe is None or os.path.realpath(exe) == source
+
+
+class _Matcher:
+    """One call's argument texts, built once and only when a rule has an `args` regex."""
+
+    def __init__(self, call: ToolCall, order: tuple[str, ...]) -> None:
+        self.call, self.order = call, order
+        self._texts: list[str] | None = None
+        self._canonical: str | None = None
+
+    def matches(self, rule: Rule) -> bool:
+        if not _name_matches(rule, self.call.name):
+            return False
+        if rule.args is None:
+            return True
+        pattern = re.compile(rule.args)
+        if rule.action == "allow":
+            if self._canonical is None:
+                self._canonical = argument_text.canonical(self.call.arguments)
+            return pattern.search(self._canonical) is not None
+        if self._texts is None:
+            self._texts = argument_text.texts(
+                self.call.arguments, self.call.raw_arguments, self.order)
+        return any(pattern.search(t) is not None for t in self._texts)
+
+
+def _name_matches(rule: Rule, name: str) -> bool:
+    return re.fullmatch(rule.tool, name) is not None
 
 
 def _env_match(pattern: str, name: str) -> bool:
@@ -67,9 +133,3 @@ def _env_match(pattern: str, name: str) -> bool:
         return re.search(rf"(?<![A-Za-z0-9_])(?:{pattern})(?![A-Za-z0-9_])", name) is not None
     except re.error:
         return False  # env regexes come from outside config; a bad one simply never matches
-
-
-def _matches(rule: Rule, name: str, canonical_args: str) -> bool:
-    if re.fullmatch(rule.tool, name) is None:
-        return False
-    return rule.args is None or re.search(rule.args, canonical_args) is not None

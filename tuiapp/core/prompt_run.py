@@ -14,17 +14,16 @@ import json
 import mimetypes
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuiapp.core import policy
+from tuiapp.core.approval_flow import Cleared, clear
 from tuiapp.core.conversation import Conversation
 from tuiapp.core.events import (
     MessageAdded,
     Notice,
     PromptOutput,
-    ToolCallDecided,
     ToolCallRequested,
     ToolFinished,
     TurnStarted,
@@ -465,27 +464,14 @@ async def run_author_call(conv: Conversation, spec: ToolSpec, call: ToolCall) ->
     """A call written by the prompt's author (`.cmd`): the same events, approval policy and
     runner as a model's call, so it shows in the transcript and a side pane like any other."""
     conv.emit(ToolCallRequested(call, spec.source, spec.format))
-    verdict = policy.decide(call, conv.approval(), conv.env)
-    if verdict.action == "ask":
-        answer = await conv.approver(call, spec, verdict)
-        conv.emit(ToolCallDecided(call.id, "ask", verdict.rule, answer.approved, answer.reason,
-                                  answer.arguments))
-        if not answer.approved:
-            why = f"the user denied this call: {answer.reason}" if answer.reason else (
-                "the user denied this call")
-            return _finish(conv, call, why)
-        if answer.arguments is not None:
-            call = replace(call, arguments=answer.arguments)
-    else:
-        conv.emit(ToolCallDecided(call.id, verdict.action, verdict.rule))
-        if verdict.action == "deny":
-            return _finish(conv, call, f"denied by policy ({verdict.rule})")
-    return await conv.executor(spec, call, conv.emit)
-
-
-def _finish(conv: Conversation, call: ToolCall, why: str) -> ToolFinished:
-    fin = ToolFinished(call.id, call.name, "denied", None, 0, why)
-    conv.emit(fin)
-    return fin
+    outcome = await clear(call, spec, approval=conv.approval, env=conv.env,
+                          approver=conv.approver, emit=conv.emit,
+                          current=lambda name: conv.visible_tools().get(name))
+    if not isinstance(outcome, Cleared):
+        fin = ToolFinished(call.id, call.name, outcome.status, None, 0,  # type: ignore[arg-type]
+                           outcome.result)
+        conv.emit(fin)
+        return fin
+    return await conv.executor(outcome.spec, outcome.call, conv.emit)
 
 

@@ -78,13 +78,14 @@ class KepMcpServer:
         approval = self._approval()
         out = {}
         for name, spec in self._tools().items():
-            action = policy.decide(ToolCall("list", name, {}), approval, self._env).action
+            action = policy.decide(ToolCall("list", name, {}), approval, self._env,
+                                   spec=spec).action
             if action == "allow" or (action == "ask" and self.allow_ask):
                 out[name] = spec
         return out
 
-    def _refusal(self, call: ToolCall) -> str | None:
-        verdict = policy.decide(call, self._approval(), self._env)
+    def _refusal(self, call: ToolCall, spec: ToolSpec) -> str | None:
+        verdict = policy.decide(call, self._approval(), self._env, spec=spec)
         if verdict.action == "deny":
             return f"denied by kep's policy ({verdict.rule})"
         if verdict.action == "ask" and not self.allow_ask:
@@ -110,7 +111,7 @@ class KepMcpServer:
         spec = self._tools().get(params.name)
         if spec is None:
             raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
-        refusal = self._refusal(call)
+        refusal = self._refusal(call, spec)
         if refusal:
             return _error(f"Error: {params.name} was not run: {refusal}.")
         problem = arguments_error(spec.parameters, arguments)

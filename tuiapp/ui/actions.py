@@ -288,8 +288,15 @@ class SessionActions(App[int]):
             self.notify(f"Could not save the rule: {e}", severity="error", timeout=10)
             return
         verb = "always allowed" if action == "allow" else "always denied"
-        self.notify(f"{tool} is now {verb}: rule added to {file}", title="Approval rule",
-                    timeout=8)
+        text = f"{tool} is now {verb}: rule added to {file}"
+        if action == "allow":
+            from tuiapp.core.policy import deny_rules_for
+
+            still = deny_rules_for(tool, self.ws.config.approval)
+            if still:
+                text = (f"{tool} is now allowed, except where a deny rule matches (deny wins): "
+                        + "; ".join(r.describe() for r in still) + f". Rule added to {file}")
+        self.notify(text, title="Approval rule", timeout=8)
 
     def action_show_config(self) -> None:
         read = "\n".join(str(f) for f in self.ws.config.files) or "(none yet)"

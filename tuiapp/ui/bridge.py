@@ -60,6 +60,9 @@ class ApprovalBroker:
         self._post = post
         self._batch: frozenset[str] = frozenset()
         self._blanket: Approval | None = None
+        # Questions posted but not answered yet, that a Y / N can still cover: a request may
+        # be on its way to the panel when the answer arrives.
+        self._waiting: dict[str, asyncio.Future[Approval]] = {}
 
     def observe(self, event: Event) -> None:
         if isinstance(event, MessageAdded) and event.message.role == "assistant":
@@ -69,6 +72,9 @@ class ApprovalBroker:
     def answer_rest(self, approval: Approval) -> None:
         """Y / N: the same answer for every remaining call of the current reply."""
         self._blanket = approval
+        for call_id, future in self._waiting.items():
+            if call_id in self._batch and not future.done():
+                future.set_result(approval)
 
     def in_batch(self, call_id: str) -> bool:
         return call_id in self._batch
@@ -77,8 +83,15 @@ class ApprovalBroker:
         self._batch, self._blanket = frozenset(), None
 
     async def __call__(self, call: ToolCall, spec: ToolSpec, verdict: Verdict) -> Approval:
-        if self._blanket is not None and call.id in self._batch:
+        # A second question about a call (edited arguments, changed code) needs its own answer.
+        if self._blanket is not None and call.id in self._batch and not verdict.again:
             return self._blanket
         future: asyncio.Future[Approval] = asyncio.get_running_loop().create_future()
+        if not verdict.again:
+            self._waiting[call.id] = future
         self._post(ApprovalRequested(PendingApproval(call, spec, verdict, future)))
-        return await future
+        try:
+            return await future
+        finally:
+            if self._waiting.get(call.id) is future:
+                del self._waiting[call.id]

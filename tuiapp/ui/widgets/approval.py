@@ -140,8 +140,9 @@ class ApprovalPanel(Vertical, can_focus=True):
         from textual.highlight import highlight  # Pygments: loaded when first needed
 
         self.query_one(".approval-json", Static).update(highlight(pretty, language="json"))
-        self.query_one(".approval-rule", Static).update(
-            Content.assemble(("asking because ", "dim"), req.verdict.rule))
+        why = ((("asking again: ", "dim"), f"{req.verdict.again} · {req.verdict.rule}")
+               if req.verdict.again else (("asking because ", "dim"), req.verdict.rule))
+        self.query_one(".approval-rule", Static).update(Content.assemble(*why))
         self._set_mode("view")
 
     def _set_mode(self, mode: str) -> None:
