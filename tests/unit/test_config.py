@@ -250,6 +250,6 @@ def test_saving_a_theme_keeps_rules_as_tables(tmp_path: Path) -> None:
 def test_add_rule_to_a_file_that_is_not_utf8_is_one_clear_error(tmp_path: Path) -> None:
     f = tmp_path / "kep.toml"
     f.write_bytes(b'model = "\xff\xfe"\n')
-    with pytest.raises(config.ConfigError, match="not UTF-8"):
+    with pytest.raises(config.ConfigError, match="not valid UTF-8 at line 1, column 10"):
         config.add_rule(f, "^x$", "allow")
     assert f.read_bytes() == b'model = "\xff\xfe"\n'  # nothing lost
