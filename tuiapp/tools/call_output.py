@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from tuiapp.core.secrets import Secrets
 from tuiapp.tools.proc import TailBuffer
 
 Output = Callable[[str, str], None]  # (stream, text)
@@ -235,7 +236,9 @@ class Spool:
 class Sink:
     """Where a call's bytes go: the model's capture, the spool and the events."""
 
-    def __init__(self, cap: int, spool: Spool, batcher: Batcher) -> None:
+    def __init__(
+        self, cap: int, spool: Spool, batcher: Batcher, secrets: Secrets | None = None
+    ) -> None:
         self.stdout = Capture(cap)
         self.stderr = TailBuffer(STDERR_KEEP)
         self.spool = spool
@@ -244,22 +247,32 @@ class Sink:
             name: codecs.getincrementaldecoder("utf-8")(errors="replace")
             for name in ("stdout", "stderr")
         }
+        # Keys are redacted first, so the capture, the spool and the panes never see one.
+        self.secrets = secrets or Secrets()
+        self.redactors = {name: self.secrets.stream() for name in ("stdout", "stderr")}
 
     def add_bytes(self, stream: str, data: bytes) -> None:
+        self._bytes(stream, self.redactors[stream].feed(data))
+
+    def _bytes(self, stream: str, data: bytes) -> None:
         (self.stdout if stream == "stdout" else self.stderr).add(data)
         self._text(stream, self.decoders[stream].decode(data))
 
     def add_text(self, stream: str, text: str) -> None:
         """For direct (in-process) formats, whose output is already text."""
-        data = text.encode("utf-8", errors="replace")
-        (self.stdout if stream == "stdout" else self.stderr).add(data)
-        self._text(stream, text)
+        self.add_bytes(stream, text.encode("utf-8", errors="replace"))
+
+    def end_input(self) -> None:
+        """The streams ended: release the tail held back in case it started a key."""
+        for stream, r in self.redactors.items():
+            self._bytes(stream, r.flush())
 
     def _text(self, stream: str, text: str) -> None:
         self.spool.write(stream, text)
         self.batcher.add(stream, text)
 
     def close(self) -> None:
+        self.end_input()
         for stream, dec in self.decoders.items():
             self._text(stream, dec.decode(b"", final=True))
         self.batcher.flush(final=True)

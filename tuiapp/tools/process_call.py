@@ -13,6 +13,7 @@ import signal
 from pathlib import Path
 
 from tuiapp.config import Config
+from tuiapp.core import secrets
 from tuiapp.core.events import ToolStatus
 from tuiapp.tools.call_output import STDERR_KEEP, Sink, full_output_note, read_capped
 from tuiapp.tools.formats.base import ToolFormat
@@ -24,7 +25,8 @@ from tuiapp.tools.proc import STDERR, STREAM_NAMES, Proc, drain, spawn_error
 def call_env(
     config: Config, spec: ToolSpec, added: dict[str, str], extra: dict[str, str]
 ) -> dict[str, str]:
-    """The child's environment: kep's own, `added` (the runner's), the format's `extra`."""
+    """The child's environment: kep's own, `added` (the runner's), the format's `extra`, minus
+    every secret (provider and `.env` keys) not passed on purpose (secrets.child_env)."""
     env = {**os.environ, **added}
     env["LLM_ROOT_DIR"] = str(config.project_root)
     env["LLM_TOOL_NAME"] = spec.name
@@ -37,7 +39,8 @@ def call_env(
         env["KEP_ALLOW_OUTSIDE_ROOT"] = "1"
     else:
         env.pop("KEP_ALLOW_OUTSIDE_ROOT", None)
-    return env
+    # Last, so a format's `.env` values (llm-functions, Loki) cannot bring a key back.
+    return secrets.child_env(config, env, keep=added)
 
 
 async def run_process(
@@ -99,6 +102,7 @@ async def run_process(
             raise
         finally:
             proc.close()
+        sink.end_input()
         file_text = read_capped(out_file, config.tools.output_cap) if out_file else None
     finally:
         if own_out_file and out_file is not None:
