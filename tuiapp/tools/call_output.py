@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -157,8 +158,7 @@ class Spool:
             return
         try:
             if self.f is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.f = self.path.open("w", encoding="utf-8", errors="replace")
+                self.f = open_private(self.path)
             if stream != self.last_stream and not self.at_bol:
                 self._put("\n")
                 self.at_bol = True
@@ -231,6 +231,20 @@ class Spool:
         if self.f is not None:
             with contextlib.suppress(OSError):
                 self.f.close()
+
+
+def open_private(path: Path) -> TextIO:
+    """A spool file only its user can read (0600) in folders only they can enter (0700): tool
+    output may hold anything. A link planted at the file's name is not followed."""
+    missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+    for d in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            d.mkdir(mode=0o700)
+    os.chmod(path.parent, 0o700)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
+    os.fchmod(fd, 0o600)  # an older file of the same name keeps no wider mode
+    return os.fdopen(fd, "w", encoding="utf-8", errors="replace")
 
 
 class Sink:

@@ -15,7 +15,13 @@ from pathlib import Path
 from tuiapp.config import Config
 from tuiapp.core import secrets
 from tuiapp.core.events import ToolStatus
-from tuiapp.tools.call_output import STDERR_KEEP, Sink, full_output_note, read_capped
+from tuiapp.tools.call_output import (
+    STDERR_KEEP,
+    Sink,
+    full_output_note,
+    open_private,
+    read_capped,
+)
 from tuiapp.tools.formats.base import ToolFormat
 from tuiapp.tools.in_flight import InFlight
 from tuiapp.tools.model import ToolSpec
@@ -60,8 +66,11 @@ async def run_process(
         if not out_file.is_absolute():
             out_file, own_out_file = spool_path.with_suffix(".llm_output"), True
         try:
-            out_file.parent.mkdir(parents=True, exist_ok=True)
-            out_file.write_bytes(b"")
+            if own_out_file:  # beside the spool: private like it
+                open_private(out_file).close()
+            else:
+                out_file.parent.mkdir(parents=True, exist_ok=True)
+                out_file.write_bytes(b"")
         except OSError as e:
             return (
                 "failed",
