@@ -124,7 +124,10 @@ def write(path: Path, text: str, mode: int = 0o644) -> None:
 
 async def test_no_tool_format_gets_a_key_and_output_is_redacted(keyed: Path) -> None:
     root = keyed
-    write(root / "prompts/functions/dump_keprompt", KEPROMPT, 0o755)
+    # Three Python scripts with one shebang: their discovery goes through a fork server.
+    for suffix in ("", "2", "3"):
+        write(root / f"prompts/functions/dump_keprompt{suffix}",
+              KEPROMPT.replace("dump_keprompt", f"dump_keprompt{suffix}"), 0o755)
     write(root / "tools/dump_llm.py", PY_FUNCTION)
     write(root / "functions/tools/dump_loki.py", PY_FUNCTION)
     write(root / "extensions/envp/envp_tool.py", PACK)
@@ -137,7 +140,8 @@ async def test_no_tool_format_gets_a_key_and_output_is_redacted(keyed: Path) -> 
     await registry.refresh()
     tools = registry.tools
     assert [b.error for b in registry.broken] == []
-    assert tools["dump_keprompt"].description == "env None"  # discovery got no key either
+    for suffix in ("", "2", "3"):  # discovery got no key either
+        assert tools[f"dump_keprompt{suffix}"].description == "env None"
     runner = Runner(cfg, spool_dir=root / "spool")
     for name in ("dump_keprompt", "dump_llm", "dump_loki", "ENVP_dump", "dump_aitool"):
         events: list[Event] = []
@@ -203,7 +207,15 @@ def test_readfile_env_and_grep_key_put_no_key_in_the_request_the_store_or_the_sp
         assert KEY.encode() not in data and DOT.encode() not in data, p
     with sqlite3.connect(data_dir / "sessions.db") as db:
         dump = "\n".join(db.iterdump())
+        sid = db.execute("SELECT id FROM sessions").fetchone()[0]
     assert "[redacted OPENAI_API_KEY]" in dump and KEY not in dump
+    for fmt in ("md", "json"):
+        out = subprocess.run([*KEP, "sessions", "export", "--project", str(project), "--format",
+                              fmt, str(sid)], cwd=project, env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert "[redacted OPENAI_API_KEY]" in out.stdout
+        assert KEY not in out.stdout and DOT not in out.stdout
 
 
 def test_config_show_masks_by_value_as_well_as_by_name(project: Path) -> None:
