@@ -25,9 +25,11 @@ from tuiapp.tools.runner import Runner
 KEY = "sk-proj-LEAKTEST-0123456789abcdefghijkl"
 DOT = "dotenv-secret-VALUE-98765"
 PASSED = "ghp_passedTokenValue0123456789"
-NAMES = ("OPENAI_API_KEY", "DOT_SECRET", "ALIAS_OF_KEY", "PASSED_TOKEN", "GIVEN_TOKEN")
-EXPECTED = {"OPENAI_API_KEY": None, "DOT_SECRET": None, "ALIAS_OF_KEY": None,
-            "PASSED_TOKEN": "[redacted PASSED_TOKEN]", "GIVEN_TOKEN": None}
+ANT = "sk-ant-api03-LEAKTEST-abcdefghijklmnop"
+NAMES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DOT_SECRET", "ALIAS_OF_KEY", "PASSED_TOKEN",
+         "GIVEN_TOKEN")
+EXPECTED = {"OPENAI_API_KEY": None, "ANTHROPIC_API_KEY": None, "DOT_SECRET": None,
+            "ALIAS_OF_KEY": None, "PASSED_TOKEN": "[redacted PASSED_TOKEN]", "GIVEN_TOKEN": None}
 DUMP = f"json.dumps({{k: os.environ.get(k) for k in {NAMES!r}}})"
 
 KEPROMPT = f"""#!{sys.executable}
@@ -107,6 +109,7 @@ def keyed(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project with a provider key in the environment, a copy of it under another name and
     two `.env` secrets, one of them passed to tools on purpose."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANT)
     monkeypatch.setenv("ALIAS_OF_KEY", KEY)
     for name in ("DOT_SECRET", "PASSED_TOKEN"):
         monkeypatch.setenv(name, "")
@@ -151,7 +154,8 @@ async def test_no_tool_format_gets_a_key_and_output_is_redacted(keyed: Path) -> 
         shown = "".join(e.text for e in events if isinstance(e, ToolOutput))
         spool = Path(fin.spool_path).read_text()
         for text in (fin.result, shown, spool):
-            assert KEY not in text and DOT not in text and PASSED not in text, name
+            for secret in (KEY, ANT, DOT, PASSED):
+                assert secret not in text, name
 
 
 async def test_mcp_servers_get_no_key_unless_their_env_passes_one(keyed: Path) -> None:

@@ -47,7 +47,7 @@ KEY_SHAPED = re.compile(
     r"|\bgh[pousr]_[A-Za-z0-9]{10,}|\bgithub_pat_[A-Za-z0-9_]{10,}"
     r"|\bxox[abprs]-[A-Za-z0-9-]{10,}|\bAKIA[0-9A-Z]{12,}|\bAIza[A-Za-z0-9_-]{20,}"
     r"|\bhf_[A-Za-z0-9]{10,}|\bglpat-[A-Za-z0-9_-]{10,}"
-    r"|(?i:\bbearer\s+)[A-Za-z0-9_\-.=+/*]{6,}"
+    r"|(?i:\bbearer\s+)[A-Za-z0-9_\-.=+/*]{12,}"
     r"|[A-Za-z0-9_-]*\*{4,}[A-Za-z0-9_-]*"
 )
 

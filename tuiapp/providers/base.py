@@ -37,6 +37,9 @@ class ProviderFailure(Exception):
         retryable: bool = False,
         retry_after: float | None = None,
     ) -> None:
+        from tuiapp.core.secrets import scrub_error
+
+        message = scrub_error(message)  # whatever built it: no part of a known key gets out
         super().__init__(message)
         self.message = message
         self.status = status

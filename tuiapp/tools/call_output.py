@@ -240,7 +240,8 @@ def open_private(path: Path) -> TextIO:
     for d in reversed(missing):
         with contextlib.suppress(FileExistsError):
             d.mkdir(mode=0o700)
-    os.chmod(path.parent, 0o700)
+    with contextlib.suppress(OSError):  # not ours to change: the file itself is still 0600
+        os.chmod(path.parent, 0o700)
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
     os.fchmod(fd, 0o600)  # an older file of the same name keeps no wider mode
