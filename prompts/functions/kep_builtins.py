@@ -188,30 +188,53 @@ def walk_dir(top_fd: int, top: str = ".") -> Iterator[tuple[str, list[str], list
     """os.walk over a directory fd, topdown and sorted, that never follows a link and only ever
     opens directories (O_DIRECTORY | O_NOFOLLOW): a link or a swap cannot lead outside, a FIFO
     cannot block. Yields (dirpath, dirnames, filenames, dir_fd); prune dirnames in place.
-    filenames holds every non-directory (links and special files too: check before use)."""
+    filenames holds every non-directory (links and special files too: check before use).
+    Iterative, so a tree thousands of levels deep is no recursion error; a directory's fd stays
+    open only until its last subdirectory is opened."""
+    stack: list[tuple[list[int] | None, str, str]] = [(None, "", top)]
+    owned: set[int] = set()
+    try:
+        while stack:
+            parent, name, rel = stack.pop()
+            fd = top_fd
+            if parent is not None:
+                try:
+                    fd = os.open(name, DIR_FLAGS, dir_fd=parent[0])
+                except OSError:
+                    fd = -1
+                parent[1] -= 1
+                if parent[1] == 0 and parent[0] in owned:  # the caller's top_fd stays open
+                    owned.discard(parent[0])
+                    os.close(parent[0])
+                if fd < 0:
+                    continue
+                owned.add(fd)
+            dirs, files = _scan(fd)
+            yield rel, dirs, files, fd
+            if dirs:
+                ref = [fd, len(dirs)]
+                stack.extend((ref, d, os.path.join(rel, d)) for d in reversed(dirs))
+            elif fd in owned:
+                owned.discard(fd)
+                os.close(fd)
+    finally:
+        for fd in owned:
+            os.close(fd)
+
+
+def _scan(fd: int) -> tuple[list[str], list[str]]:
     dirs: list[str] = []
     files: list[str] = []
     try:
-        with os.scandir(top_fd) as it:
+        with os.scandir(fd) as it:
             for e in it:
                 try:
                     (dirs if e.is_dir(follow_symlinks=False) else files).append(e.name)
                 except OSError:
                     continue
     except OSError:
-        return
-    dirs.sort()
-    files.sort()
-    yield top, dirs, files, top_fd
-    for d in dirs:
-        try:
-            fd = os.open(d, DIR_FLAGS, dir_fd=top_fd)
-        except OSError:
-            continue
-        try:
-            yield from walk_dir(fd, os.path.join(top, d))
-        finally:
-            os.close(fd)
+        pass
+    return sorted(dirs), sorted(files)
 
 
 def kind_of(name: str, dir_fd: int) -> str:
@@ -316,8 +339,17 @@ def serve(functions: dict[str, Function]) -> int:
         where = f": {e.filename}" if e.filename else ""
         print(f"Error: {e.strerror or e}{where}", file=sys.stderr)
         return 1
-    sys.stdout.write(result if result.endswith("\n") else result + "\n")
+    sys.stdout.write(printable(result if result.endswith("\n") else result + "\n"))
     return 0
+
+
+def printable(text: str) -> str:
+    """A file name that is not UTF-8 shows as \\xNN, so what kep reads back is valid text."""
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "backslashreplace")
+    return raw.decode("utf-8", "backslashreplace")
 
 
 def definition(

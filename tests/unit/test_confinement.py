@@ -231,3 +231,52 @@ async def test_spool_files_and_folders_are_private(project: Path) -> None:
     fin = await Runner(make_config(project), spool_dir=spool_dir).execute(
         spec, ToolCall("c2", "talk", {}), lambda e: None)
     assert victim.read_text() == "keep"
+
+
+# ---- hostile trees ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def deep_tree(project: Path):
+    """project/d/d/…/d/deep.txt, 1200 levels: deeper than Python's recursion limit, longer
+    than PATH_MAX. Removed one level at a time (too deep for shutil.rmtree)."""
+    fd = os.open(project, os.O_RDONLY)
+    for _ in range(1200):
+        os.mkdir("d", dir_fd=fd)
+        nxt = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = nxt
+    out = os.open("deep.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+    os.write(out, b"needle deep\n")
+    os.close(out)
+    os.close(fd)
+    yield
+    while (project / "d").exists():
+        for f in os.listdir(project / "d"):
+            if f != "d":
+                os.unlink(project / "d" / f)
+        if (project / "d" / "d").exists():
+            os.rename(project / "d" / "d", project / "d.next")
+        os.rmdir(project / "d")
+        if (project / "d.next").exists():
+            os.rename(project / "d.next", project / "d")
+
+
+def test_grep_and_listdir_survive_deep_wide_and_oddly_named_trees(
+    project: Path, deep_tree: None
+) -> None:
+    wide = project / "wide"
+    for i in range(500):
+        (wide / f"s{i:03d}").mkdir(parents=True)
+        (wide / f"s{i:03d}" / "f.txt").write_text("needle wide\n" if i == 499 else "hay\n")
+    (project / "tab\there\nnewline.txt").write_text("needle odd\n")
+    (project / os.fsdecode(b"bad\xffname.txt")).write_text("needle bad\n")
+    (project / "long.txt").write_text("x" * 2_000_000 + " needle\n")
+    hits = ok(project, "files", "grep", {"pattern": "needle", "max_results": 1000}).splitlines()
+    assert hits[0] == "bad\\xffname.txt:1: needle bad"
+    assert any(h.endswith("/deep.txt:1: needle deep") and h.count("d/") == 1200 for h in hits)
+    assert "wide/s499/f.txt:1: needle wide" in hits
+    assert any(h.startswith("long.txt:1: xxx") and len(h) < 400 for h in hits)
+    assert sum("needle odd" in h for h in hits) == 1
+    listing = ok(project, "files", "listdir", {"path": "wide", "recursive": True}).splitlines()
+    assert len(listing) == 1000 and listing[0] == "wide/s000/"
