@@ -84,6 +84,13 @@ def _changed(name: str) -> ToolError:
                      "appeared in its path); nothing was read or written")
 
 
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return True  # gone as well: it changed
+
+
 def _open_dir(path: Path, name: str, create: bool = False) -> int:
     """A directory fd for `path` (already checked by safe_path), reached from the root one
     component at a time without following any link: a component swapped for a link since the
@@ -105,7 +112,9 @@ def _open_dir(path: Path, name: str, create: bool = False) -> int:
                 nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
             except OSError as e:
                 if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-                    raise _changed(name) from None
+                    if _is_link(part, fd):  # it resolved without one: swapped in since
+                        raise _changed(name) from None
+                    raise ToolError(f"{name}: {part} is not a directory") from None
                 raise
             os.close(fd)
             fd = nxt

@@ -280,3 +280,12 @@ def test_grep_and_listdir_survive_deep_wide_and_oddly_named_trees(
     assert sum("needle odd" in h for h in hits) == 1
     listing = ok(project, "files", "listdir", {"path": "wide", "recursive": True}).splitlines()
     assert len(listing) == 1000 and listing[0] == "wide/s000/"
+
+
+def test_a_file_in_the_middle_of_a_path_is_named(project: Path) -> None:
+    (project / "a.txt").write_text("x")
+    for fn, args in (("writefile", {"filename": "a.txt/b.txt", "content": "y"}),
+                     ("readfile", {"filename": "a.txt/b.txt"})):
+        res = call(project, "files", fn, args)
+        assert res.returncode == 1
+        assert res.stderr == "Error: a.txt/b.txt: a.txt is not a directory\n"
