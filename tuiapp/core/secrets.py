@@ -77,29 +77,27 @@ class Secrets:
     passed: frozenset[str] = frozenset()  # names the user passes to tools on purpose
     _rx: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
     _brx: re.Pattern[bytes] | None = field(default=None, compare=False, repr=False)
+    _labels: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, named: Mapping[str, str], extra_values: Iterable[tuple[str, str]] = (),
            passed: Iterable[str] = ()) -> Secrets:
         """`named`: NAME → value (value may be empty); `extra_values`: (value, label)."""
         by_value: dict[str, str] = {}
-        for name, value in [*((n, v) for n, v in named.items()), *((n, v) for v, n in
-                                                                    extra_values)]:
+        for value, name in [*((v, n) for n, v in named.items()), *extra_values]:
             if value and len(value) >= MIN_SECRET_LEN and value not in by_value:
                 by_value[value] = name
         pairs = tuple(sorted(by_value.items(), key=lambda p: -len(p[0])))
         rx = re.compile("|".join(re.escape(v) for v, _ in pairs)) if pairs else None
         brx = (re.compile(b"|".join(re.escape(v.encode()) for v, _ in pairs))
                if pairs else None)
-        return cls(frozenset(named), pairs, frozenset(passed), rx, brx)
+        labels = {v: f"[redacted {n}]" for v, n in pairs}
+        return cls(frozenset(named), pairs, frozenset(passed), rx, brx, labels)
 
     # ---- redaction -----------------------------------------------------------------------
 
     def _label(self, value: str) -> str:
-        for v, name in self.values:
-            if v == value:
-                return f"[redacted {name}]"
-        return "[redacted]"
+        return self._labels.get(value, "[redacted]")
 
     def redact(self, text: str) -> str:
         if self._rx is None or not text:
@@ -185,7 +183,7 @@ def collect(config: Config | None = None,
     if config is not None:
         names.update(p.api_key_env for p in config.providers.values() if p.api_key_env)
         for p in config.providers.values():
-            extra += _header_secrets(p.headers, f"providers.{p.name}.headers")
+            extra += _header_secrets(p.headers)
         for s in config.mcp_servers.values():
             extra += [(v, k) for k, v in s.env.items() if looks_secret_name(k)]
         passed = tuple(getattr(config.tools, "pass_env", ()))
@@ -193,7 +191,8 @@ def collect(config: Config | None = None,
     return Secrets.of(named, extra, passed)
 
 
-def _header_secrets(headers: Mapping[str, str], where: str) -> list[tuple[str, str]]:
+def _header_secrets(headers: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(value, header name) of the headers that carry a credential."""
     out = []
     for k, v in headers.items():
         if looks_secret_name(k) or KEY_SHAPED.search(v):
