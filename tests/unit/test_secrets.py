@@ -19,6 +19,7 @@ TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123"
 def forget_dotenv(monkeypatch: pytest.MonkeyPatch) -> None:
     """`.env` names are process-wide (like os.environ): each test starts with none."""
     monkeypatch.setattr(secrets, "_dotenv_names", set())
+    monkeypatch.setattr(secrets, "_passed_values", {})
 
 
 def reg(**named: str) -> Secrets:

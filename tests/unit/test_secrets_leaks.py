@@ -26,10 +26,12 @@ KEY = "sk-proj-LEAKTEST-0123456789abcdefghijkl"
 DOT = "dotenv-secret-VALUE-98765"
 PASSED = "ghp_passedTokenValue0123456789"
 ANT = "sk-ant-api03-LEAKTEST-abcdefghijklmnop"
+GH = "plain-github-token-value-42"  # in kep's environment only, not key-shaped
 NAMES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DOT_SECRET", "ALIAS_OF_KEY", "PASSED_TOKEN",
-         "GIVEN_TOKEN")
+         "GIVEN_TOKEN", "GITHUB_PERSONAL_ACCESS_TOKEN")
 EXPECTED = {"OPENAI_API_KEY": None, "ANTHROPIC_API_KEY": None, "DOT_SECRET": None,
-            "ALIAS_OF_KEY": None, "PASSED_TOKEN": "[redacted PASSED_TOKEN]", "GIVEN_TOKEN": None}
+            "ALIAS_OF_KEY": None, "PASSED_TOKEN": "[redacted PASSED_TOKEN]", "GIVEN_TOKEN": None,
+            "GITHUB_PERSONAL_ACCESS_TOKEN": None}
 DUMP = f"json.dumps({{k: os.environ.get(k) for k in {NAMES!r}}})"
 
 KEPROMPT = f"""#!{sys.executable}
@@ -102,6 +104,7 @@ asyncio.run(main())
 @pytest.fixture(autouse=True)
 def forget_dotenv(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(secrets, "_dotenv_names", set())
+    monkeypatch.setattr(secrets, "_passed_values", {})
 
 
 @pytest.fixture
@@ -158,12 +161,16 @@ async def test_no_tool_format_gets_a_key_and_output_is_redacted(keyed: Path) -> 
                 assert secret not in text, name
 
 
-async def test_mcp_servers_get_no_key_unless_their_env_passes_one(keyed: Path) -> None:
+async def test_mcp_servers_get_no_key_unless_their_env_passes_one(
+    keyed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tuiapp.mcp.client import McpFormat, McpManager
 
+    monkeypatch.setenv("MY_GH", GH)
     write(keyed / "envdump_server.py", MCP_SERVER)
     server = McpServerConfig("envsrv", sys.executable, (str(keyed / "envdump_server.py"),),
-                             env={"GIVEN_TOKEN": "${DOT_SECRET}"})
+                             env={"GIVEN_TOKEN": "${DOT_SECRET}",
+                                  "GITHUB_PERSONAL_ACCESS_TOKEN": "${MY_GH}"})
     cfg = config.Config(project_root=keyed, mcp_servers={"envsrv": server})
     manager = McpManager(cfg, on_tools=lambda k, items: None, on_state=lambda s: None)
     manager.start()
@@ -175,8 +182,9 @@ async def test_mcp_servers_get_no_key_unless_their_env_passes_one(keyed: Path) -
     finally:
         await manager.stop()
     assert fin.status == "ok", fin.result
-    assert json.loads(fin.result) == {**EXPECTED, "PASSED_TOKEN": None,
-                                      "GIVEN_TOKEN": "[redacted DOT_SECRET]"}
+    assert json.loads(fin.result) == {
+        **EXPECTED, "PASSED_TOKEN": None, "GIVEN_TOKEN": "[redacted DOT_SECRET]",
+        "GITHUB_PERSONAL_ACCESS_TOKEN": "[redacted GITHUB_PERSONAL_ACCESS_TOKEN]"}
 
 
 def test_readfile_env_and_grep_key_put_no_key_in_the_request_the_store_or_the_spool(

@@ -53,6 +53,15 @@ KEY_SHAPED = re.compile(
 
 # Names read from the project's `.env` (process-wide, like the os.environ they were put in).
 _dotenv_names: set[str] = set()
+_passed_values: dict[str, str] = {}  # value → name, handed to a child on purpose
+
+
+def note_passed(env: Mapping[str, str]) -> None:
+    """Record the secret-looking values kep hands a child on purpose (an MCP server's `env`,
+    mcp.json's included): the child may echo them, so they are redacted too."""
+    for name, value in env.items():
+        if looks_secret_name(name) or KEY_SHAPED.search(value):
+            _passed_values.setdefault(value, name)
 
 
 def note_dotenv(names: Iterable[str]) -> None:
@@ -178,7 +187,7 @@ def collect(config: Config | None = None,
     """The registry as of now: provider key variables, `.env` variables and config secrets."""
     env = os.environ if environ is None else environ
     names = set(KNOWN_KEY_VARS) | _dotenv_names
-    extra: list[tuple[str, str]] = []
+    extra: list[tuple[str, str]] = list(_passed_values.items())
     passed: tuple[str, ...] = ()
     if config is not None:
         names.update(p.api_key_env for p in config.providers.values() if p.api_key_env)

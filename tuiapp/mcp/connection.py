@@ -202,10 +202,15 @@ class ServerConnection:
             command=self.cfg.command, args=list(self.cfg.args),
             # The environment every kep tool gets (no keys), plus the server's own `env`, whose
             # ${VAR} come from kep's environment: the way to pass a key on purpose.
-            env={**secrets.child_env(self._config()), **secrets.expand_vars(self.cfg.env)},
+            env={**secrets.child_env(self._config()), **self._given_env()},
             cwd=self._config().project_root,
         )
         return stdio_client(params, errlog=log)
+
+    def _given_env(self) -> dict[str, str]:
+        given = secrets.expand_vars(self.cfg.env)
+        secrets.note_passed(given)  # a server that echoes its token gets it redacted
+        return given
 
     def _describe(self) -> str:
         return self.cfg.url or " ".join([self.cfg.command or "", *self.cfg.args])
