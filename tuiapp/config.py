@@ -20,7 +20,6 @@ from tuiapp.records import FrozenRecord
 
 Api = Literal["responses", "chat", "anthropic", "offline"]
 Action = Literal["allow", "ask", "deny"]
-SECRET_KEY = re.compile(r"key|token|secret|password|authorization|cookie", re.I)
 # The settings classes below are @dataclass(frozen=True, eq=False, repr=False) on FrozenRecord:
 # same equality, hash and repr as plain frozen dataclasses, cheaper to import (startup path).
 
@@ -116,6 +115,8 @@ class ToolsConfig(FrozenRecord):
     description_cap: int = 8192  # characters of one tool description offered to the model
     spool_max_mb: float = 100.0  # one call's spool file; beyond it head and tail are kept
     spool_session_mb: float = 1000.0  # all spool files of one kep session
+    # Secret variables (provider keys, `.env` keys) tools and MCP servers get anyway.
+    pass_env: tuple[str, ...] = ()
 
     def timeout_for(self, name: str) -> float:
         return self.timeouts.get(name, self.timeout)
@@ -418,6 +419,9 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
     dirs = tr.get("dirs", list, [])
     if not all(isinstance(d, str) for d in dirs):
         raise ConfigError(file, "tools.dirs", "expected an array of strings")
+    pass_env = tr.get("pass_env", list, [])
+    if not all(isinstance(d, str) for d in pass_env):
+        raise ConfigError(file, "tools.pass_env", "expected an array of variable names")
     tools = ToolsConfig(
         timeout=_positive(tr, "timeout", 30.0),
         list_timeout=_positive(tr, "list_timeout", 10.0),
@@ -439,6 +443,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         description_cap=_count(tr, "description_cap", 8192),
         spool_max_mb=_positive(tr, "spool_max_mb", 100.0),
         spool_session_mb=_positive(tr, "spool_session_mb", 1000.0),
+        pass_env=tuple(pass_env),
     )
 
     mr = r.sub("mcp")
@@ -603,15 +608,11 @@ def set_value(file: Path, key: str, value: Any) -> None:
     write_toml_atomic(file, data)
 
 
-def masked(data: Any, key: str = "") -> Any:
-    """A copy of config data with anything that looks like a secret replaced."""
-    if isinstance(data, Mapping):
-        return {k: masked(v, k) for k, v in data.items()}
-    if isinstance(data, list):
-        return [masked(v, key) for v in data]
-    if isinstance(data, str) and SECRET_KEY.search(key) and not key.endswith("_env"):
-        return "****" if data else data
-    return data
+def masked(data: Any) -> Any:
+    """A copy of config data with secrets replaced, by setting name and by value."""
+    from tuiapp.core import secrets
+
+    return secrets.mask_config(data)
 
 
 def load_dotenv(root: Path) -> None:
@@ -630,6 +631,10 @@ def load_dotenv(root: Path) -> None:
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
         raise ConfigError(env_file, "", f"not valid UTF-8 at line {line}") from None
-    for k, v in dotenv_values(env_file).items():
+    from tuiapp.core import secrets
+
+    values = dotenv_values(env_file)
+    secrets.note_dotenv(values)  # kept from tools and redacted from their output
+    for k, v in values.items():
         if v is not None and k not in os.environ:
             os.environ[k] = v

@@ -6,7 +6,7 @@ import argparse
 
 import tomli_w
 
-from tuiapp import config, paths
+from tuiapp import paths
 from tuiapp.commands._common import load_config
 
 
@@ -22,7 +22,9 @@ def main(args: argparse.Namespace) -> int:
         ):
             print(f"{label + ':':<27} {f}{'' if f.exists() else '  (not created yet)'}")
         return 0
-    shown = config.masked(dict(cfg.raw))
+    from tuiapp.core import secrets
+
+    shown = secrets.mask_config(dict(cfg.raw), secrets.collect(cfg))
     print(f"# active model: {cfg.default_model()}")
     print(f"# merged from: {', '.join(str(f) for f in cfg.files) or 'defaults only'}")
     print(f"# project root: {cfg.project_root}")

@@ -27,6 +27,7 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from tuiapp import __version__, paths
 from tuiapp.config import Config, McpServerConfig
+from tuiapp.core import secrets
 from tuiapp.mcp.servers import tool_name
 from tuiapp.tools.model import BrokenTool, ToolSpec
 from tuiapp.tools.schema import schema_error
@@ -127,7 +128,8 @@ class ServerConnection:
         except OSError:
             return ""
         kept = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("# kep:")]
-        return "\n".join(kept[-lines:])
+        # Shown in error lines: a server that prints its token must not put it on screen.
+        return secrets.scrub_error("\n".join(kept[-lines:]), secrets.collect(self._config()))
 
     # ---- the connection task ------------------------------------------------------------
 
@@ -198,10 +200,17 @@ class ServerConnection:
         assert self.cfg.command
         params = StdioServerParameters(
             command=self.cfg.command, args=list(self.cfg.args),
-            # The user's environment, like every kep tool gets, plus the server's own.
-            env={**os.environ, **self.cfg.env}, cwd=self._config().project_root,
+            # The environment every kep tool gets (no keys), plus the server's own `env`, whose
+            # ${VAR} come from kep's environment: the way to pass a key on purpose.
+            env={**secrets.child_env(self._config()), **self._given_env()},
+            cwd=self._config().project_root,
         )
         return stdio_client(params, errlog=log)
+
+    def _given_env(self) -> dict[str, str]:
+        given = secrets.expand_vars(self.cfg.env)
+        secrets.note_passed(given)  # a server that echoes its token gets it redacted
+        return given
 
     def _describe(self) -> str:
         return self.cfg.url or " ".join([self.cfg.command or "", *self.cfg.args])

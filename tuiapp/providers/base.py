@@ -37,6 +37,9 @@ class ProviderFailure(Exception):
         retryable: bool = False,
         retry_after: float | None = None,
     ) -> None:
+        from tuiapp.core.secrets import scrub_error
+
+        message = scrub_error(message)  # whatever built it: no part of a known key gets out
         super().__init__(message)
         self.message = message
         self.status = status
@@ -120,7 +123,8 @@ async def stream_with_retries(
 
 
 def mask_secret(text: str, secret: str | None) -> str:
-    """Remove a key from an error text (SDK messages sometimes echo a prefix of it)."""
-    if secret and len(secret) >= 8:
-        text = text.replace(secret, "****")
-    return text
+    """Remove every key from an error text: APIs echo a prefix of it, and an HTTP library
+    quotes a whole header it refused (secrets.scrub_error)."""
+    from tuiapp.core import secrets
+
+    return secrets.scrub_error(text, extra=(secret, secret.strip() if secret else None))

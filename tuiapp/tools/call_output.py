@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from tuiapp.core.secrets import Secrets
 from tuiapp.tools.proc import TailBuffer
 
 Output = Callable[[str, str], None]  # (stream, text)
@@ -156,8 +158,7 @@ class Spool:
             return
         try:
             if self.f is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.f = self.path.open("w", encoding="utf-8", errors="replace")
+                self.f = open_private(self.path)
             if stream != self.last_stream and not self.at_bol:
                 self._put("\n")
                 self.at_bol = True
@@ -232,10 +233,27 @@ class Spool:
                 self.f.close()
 
 
+def open_private(path: Path) -> TextIO:
+    """A spool file only its user can read (0600) in folders only they can enter (0700): tool
+    output may hold anything. A link planted at the file's name is not followed."""
+    missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+    for d in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            d.mkdir(mode=0o700)
+    with contextlib.suppress(OSError):  # not ours to change: the file itself is still 0600
+        os.chmod(path.parent, 0o700)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
+    os.fchmod(fd, 0o600)  # an older file of the same name keeps no wider mode
+    return os.fdopen(fd, "w", encoding="utf-8", errors="replace")
+
+
 class Sink:
     """Where a call's bytes go: the model's capture, the spool and the events."""
 
-    def __init__(self, cap: int, spool: Spool, batcher: Batcher) -> None:
+    def __init__(
+        self, cap: int, spool: Spool, batcher: Batcher, secrets: Secrets | None = None
+    ) -> None:
         self.stdout = Capture(cap)
         self.stderr = TailBuffer(STDERR_KEEP)
         self.spool = spool
@@ -244,22 +262,32 @@ class Sink:
             name: codecs.getincrementaldecoder("utf-8")(errors="replace")
             for name in ("stdout", "stderr")
         }
+        # Keys are redacted first, so the capture, the spool and the panes never see one.
+        self.secrets = secrets or Secrets()
+        self.redactors = {name: self.secrets.stream() for name in ("stdout", "stderr")}
 
     def add_bytes(self, stream: str, data: bytes) -> None:
+        self._bytes(stream, self.redactors[stream].feed(data))
+
+    def _bytes(self, stream: str, data: bytes) -> None:
         (self.stdout if stream == "stdout" else self.stderr).add(data)
         self._text(stream, self.decoders[stream].decode(data))
 
     def add_text(self, stream: str, text: str) -> None:
         """For direct (in-process) formats, whose output is already text."""
-        data = text.encode("utf-8", errors="replace")
-        (self.stdout if stream == "stdout" else self.stderr).add(data)
-        self._text(stream, text)
+        self.add_bytes(stream, text.encode("utf-8", errors="replace"))
+
+    def end_input(self) -> None:
+        """The streams ended: release the tail held back in case it started a key."""
+        for stream, r in self.redactors.items():
+            self._bytes(stream, r.flush())
 
     def _text(self, stream: str, text: str) -> None:
         self.spool.write(stream, text)
         self.batcher.add(stream, text)
 
     def close(self) -> None:
+        self.end_input()
         for stream, dec in self.decoders.items():
             self._text(stream, dec.decode(b"", final=True))
         self.batcher.flush(final=True)

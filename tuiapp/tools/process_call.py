@@ -13,8 +13,15 @@ import signal
 from pathlib import Path
 
 from tuiapp.config import Config
+from tuiapp.core import secrets
 from tuiapp.core.events import ToolStatus
-from tuiapp.tools.call_output import STDERR_KEEP, Sink, full_output_note, read_capped
+from tuiapp.tools.call_output import (
+    STDERR_KEEP,
+    Sink,
+    full_output_note,
+    open_private,
+    read_capped,
+)
 from tuiapp.tools.formats.base import ToolFormat
 from tuiapp.tools.in_flight import InFlight
 from tuiapp.tools.model import ToolSpec
@@ -24,7 +31,8 @@ from tuiapp.tools.proc import STDERR, STREAM_NAMES, Proc, drain, spawn_error
 def call_env(
     config: Config, spec: ToolSpec, added: dict[str, str], extra: dict[str, str]
 ) -> dict[str, str]:
-    """The child's environment: kep's own, `added` (the runner's), the format's `extra`."""
+    """The child's environment: kep's own, `added` (the runner's), the format's `extra`, minus
+    every secret (provider and `.env` keys) not passed on purpose (secrets.child_env)."""
     env = {**os.environ, **added}
     env["LLM_ROOT_DIR"] = str(config.project_root)
     env["LLM_TOOL_NAME"] = spec.name
@@ -37,7 +45,8 @@ def call_env(
         env["KEP_ALLOW_OUTSIDE_ROOT"] = "1"
     else:
         env.pop("KEP_ALLOW_OUTSIDE_ROOT", None)
-    return env
+    # Last, so a format's `.env` values (llm-functions, Loki) cannot bring a key back.
+    return secrets.child_env(config, env, keep=added)
 
 
 async def run_process(
@@ -57,8 +66,11 @@ async def run_process(
         if not out_file.is_absolute():
             out_file, own_out_file = spool_path.with_suffix(".llm_output"), True
         try:
-            out_file.parent.mkdir(parents=True, exist_ok=True)
-            out_file.write_bytes(b"")
+            if own_out_file:  # beside the spool: private like it
+                open_private(out_file).close()
+            else:
+                out_file.parent.mkdir(parents=True, exist_ok=True)
+                out_file.write_bytes(b"")
         except OSError as e:
             return (
                 "failed",
@@ -99,6 +111,7 @@ async def run_process(
             raise
         finally:
             proc.close()
+        sink.end_input()
         file_text = read_capped(out_file, config.tools.output_cap) if out_file else None
     finally:
         if own_out_file and out_file is not None:

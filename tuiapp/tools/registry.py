@@ -22,6 +22,7 @@ from typing import Any
 
 from tuiapp import paths
 from tuiapp.config import Config
+from tuiapp.core import secrets
 from tuiapp.core.events import RegistryChanged
 from tuiapp.tools.cache import DeclarationCache, Key, file_key, key_matches
 from tuiapp.tools.formats.base import FormatContext, Lister, ToolFormat, ToolLoadError
@@ -125,7 +126,9 @@ class Registry:
             from tuiapp.tools.proc import run_collect
 
             lister = run_collect
-        return FormatContext(self.config.project_root, self.config, lister, os.environ.copy())
+        # Discovery runs project code too: it gets no keys either.
+        env = secrets.child_env(self.config)
+        return FormatContext(self.config.project_root, self.config, lister, env)
 
     def watch_roots(self) -> list[Path]:
         ctx = self.context()

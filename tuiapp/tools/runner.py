@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from tuiapp.config import Config
+from tuiapp.core import secrets
 from tuiapp.core.events import (
     Event,
     ToolCallQueued,
@@ -167,11 +168,15 @@ class Runner:
             cap,
             Spool(spool_path, int(self.config.tools.spool_max_mb * MB), self._spool_budget()),
             Batcher(lambda stream, text: emit(ToolOutput(call.id, stream, text))),  # type: ignore[arg-type]
+            secrets.collect(self.config),
         )
         timeout = self.config.tools.timeout_for(spec.name)
         fmt = self.formats.get(spec.format)
         ctx = FormatContext(
-            self.config.project_root, self.config, run_collect, {**os.environ, **self.env}
+            self.config.project_root,
+            self.config,
+            run_collect,
+            secrets.child_env(self.config, {**os.environ, **self.env}, keep=self.env),
         )
         flight = InFlight(spec, call, ctx, sink, timeout, spool_path)
         self._running[call.id] = flight
@@ -225,6 +230,8 @@ class Runner:
         duration = int((time.monotonic() - started) * 1000)
         cap = self.config.tools.output_cap
         truncated = sink.stdout.truncated
+        # The streams are redacted already; this covers $LLM_OUTPUT, MCP results, errors.
+        text = sink.secrets.redact(text)
         if len(text.encode("utf-8", errors="replace")) > cap + 1024:  # e.g. a huge $LLM_OUTPUT
             text, truncated = cap_text(text, cap, spool_path), True
         exit_part = f", exit code {code}" if code is not None else ""  # cancelled: no exit
