@@ -116,6 +116,10 @@ class McpServerConfig(FrozenRecord):
     enabled: bool = True
     # How long connecting + the first tools/list may take (npx-launched servers download first).
     startup_timeout: float = 30.0
+    # None: [mcp] prefix decides; mcp.json's per-server "prefix" (llm-functions' bridge) wins.
+    prefix: bool | None = None
+    headers: dict[str, str] = field(default_factory=dict)  # url servers; ${VAR} expanded
+    transport: str | None = None  # url servers: "http" (streamable, default) or "sse"
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -323,6 +327,9 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
             url=sr.get("url", str),
             enabled=sr.get("enabled", bool, True),
             startup_timeout=_positive(sr, "startup_timeout", 30.0),
+            prefix=sr.get("prefix", bool),
+            headers=sr.str_map("headers"),
+            transport=sr.get("type", str),
         )
         if not servers[name].command and not servers[name].url:
             raise ConfigError(file, f"mcp.servers.{name}", "needs command or url")

@@ -60,8 +60,9 @@ async def test_configured_source_may_name_the_functions_dir(tmp_path: Path) -> N
     project.mkdir()
     ctx = make_ctx(project, {"ts_runtime": "node",
                              "sources": [{"format": "loki", "path": str(loki / "functions")}]})
-    # the project's own functions/tools/ is listed too (watched until it appears)
-    assert FMT.roots(ctx) == [project / "functions" / "tools", loki / "functions" / "tools"]
+    # the project's own functions/tools/ and agents/ are listed too (watched until they appear)
+    assert FMT.roots(ctx) == [project / "functions" / "tools", project / "agents",
+                              loki / "functions" / "tools", loki / "agents"]
     names = set(by_name(await declare_all(FMT, ctx)))
     assert names == {"demo_py", "demo_sh", "demo_ts", "shebang_py"}
 

@@ -218,7 +218,8 @@ class ServerConnection:
         specs: dict[str, ToolSpec] = {}
         items: list[ToolSpec | BrokenTool] = []
         for tool in tools:
-            name = tool_name(self.name, tool.name, self._config().mcp_prefix)
+            prefix = self.cfg.prefix if self.cfg.prefix is not None else self._config().mcp_prefix
+            name = tool_name(self.name, tool.name, prefix)
             where = f"{source_key(self.name)}/{tool.name}"
             problem = schema_error(tool.input_schema)
             if problem is None and name in specs:
