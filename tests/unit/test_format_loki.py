@@ -76,8 +76,10 @@ async def test_python_tool_result_env_and_dotenv(root: Path) -> None:
     assert ran.result.split("\n") == [
         "string=s", "string_enum=foo", "boolean=True", "integer=1", "number=2.5",
         "array=['a', 'b']", "string_optional=None", "integer_with_default=42",
-        "array_optional=None", f"LLM_ROOT_DIR={root}", "LLM_TOOL_NAME=demo_py",
-        f"LLM_TOOL_CACHE_DIR={root / 'cache' / 'demo_py'}", "LOKI_DOTENV=from-loki-dotenv"]
+        # as Loki's run-tool sets it: LLM_ROOT_DIR is the functions dir
+        "array_optional=None", f"LLM_ROOT_DIR={root / 'functions'}", "LLM_TOOL_NAME=demo_py",
+        f"LLM_TOOL_CACHE_DIR={root / 'functions' / 'cache' / 'demo_py'}",
+        "LOKI_DOTENV=from-loki-dotenv"]
 
 
 async def test_bash_tool_runs_without_argc(root: Path) -> None:
