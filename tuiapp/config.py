@@ -83,6 +83,11 @@ class ApprovalConfig(FrozenRecord):
 class SourceConfig(FrozenRecord):
     format: str
     path: str
+    # aitool hosts: "module:function" run in the tool's process before its classes are built
+    # (with setup_args as keyword arguments), and constructor arguments per class name.
+    setup: str | None = None
+    setup_args: dict[str, Any] = field(default_factory=dict)
+    init: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -293,7 +298,16 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         path = sr.get("path", str)
         if fmt is None or path is None:
             raise ConfigError(file, f"tools.sources[{i}]", "needs format and path")
-        sources.append(SourceConfig(fmt, path))
+        setup = sr.get("setup", str)
+        if setup is not None and not re.fullmatch(r"[\w.]+:[\w.]+", setup):
+            raise ConfigError(file, f"tools.sources[{i}].setup",
+                              'expected "module:function", e.g. "myapp.paths:init"')
+        init = sr.get("init", dict, {})
+        if not all(isinstance(v, dict) for v in init.values()):
+            raise ConfigError(file, f"tools.sources[{i}].init",
+                              "expected a table per class name: init.ClassName = {arg = …}")
+        sources.append(SourceConfig(fmt, path, setup, dict(sr.get("setup_args", dict, {})),
+                                    {str(k): dict(v) for k, v in init.items()}))
     dirs = tr.get("dirs", list, [])
     if not all(isinstance(d, str) for d in dirs):
         raise ConfigError(file, "tools.dirs", "expected an array of strings")

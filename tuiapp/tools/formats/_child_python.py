@@ -227,17 +227,61 @@ def is_aitool_class(obj: typing.Any, module: typing.Any) -> bool:
             and all(hasattr(obj, a) for a in AITOOL_ATTRS) and callable(obj.execute))
 
 
+def ait_host() -> dict:
+    """The source's set-up hook and constructor arguments (KEP_AITOOL_HOST); the hook runs
+    here, once, before any class is built."""
+    try:
+        host = json.loads(os.environ.get("KEP_AITOOL_HOST") or "{}")
+    except ValueError:
+        host = {}
+    setup = host.get("setup")
+    if setup:
+        import importlib
+
+        if host.get("root") and host["root"] not in sys.path:
+            sys.path.insert(0, host["root"])
+        module_name, _, func = setup.partition(":")
+        try:
+            target: typing.Any = importlib.import_module(module_name)
+            for part in func.split("."):
+                target = getattr(target, part)
+            target(**(host.get("setup_args") or {}))
+        except Exception as e:
+            raise Unusable(f"setup {setup} failed: {type(e).__name__}: {e}") from None
+    return host
+
+
 def ait_instances(file: str) -> list:
+    host = ait_host()
     module = import_or_unusable(file, package_aware=True)
+    init = host.get("init") or {}
     out = []
     for cls_name, cls in sorted(vars(module).items()):
         if not is_aitool_class(cls, module):
             continue
+        kwargs = init.get(cls_name) or {}
         try:
-            out.append((cls_name, cls()))
+            out.append((cls_name, cls(**kwargs)))
         except Exception as e:
-            raise Unusable(f"{cls_name}() failed: {type(e).__name__}: {e}") from None
+            raise Unusable(_build_error(cls_name, cls, kwargs, e, host)) from None
     return out
+
+
+def _build_error(cls_name: str, cls: typing.Any, kwargs: dict, e: Exception, host: dict) -> str:
+    """Why a class could not be built, and the setting that would give it what it needs."""
+    try:
+        params = inspect.signature(cls).parameters.values()
+        missing = [p.name for p in params if p.default is p.empty and p.name not in kwargs
+                   and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    except (TypeError, ValueError):
+        missing = []
+    if missing and isinstance(e, TypeError):
+        example = ", ".join(f"{m} = …" for m in missing)
+        return (f"{cls_name}() needs constructor argument(s) {', '.join(missing)}: give them "
+                f"in its [[tools.sources]] entry as init.{cls_name} = {{ {example} }}")
+    hint = ("" if host.get("setup") else "; if the host application prepares something first "
+            "(a singleton, a config), name it in [[tools.sources]] as setup = \"module:function\"")
+    return f"{cls_name}() failed: {type(e).__name__}: {e}{hint}"
 
 
 def ait_definition(tool: typing.Any) -> dict:
