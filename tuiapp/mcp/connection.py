@@ -21,13 +21,14 @@ from typing import IO, Any, Literal
 import anyio
 import mcp.types as types
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from tuiapp import __version__, paths
 from tuiapp.config import Config, McpServerConfig
-from tuiapp.mcp.servers import tool_name
+from tuiapp.mcp.servers import expand_headers, tool_name, unset_header_vars
 from tuiapp.tools.model import BrokenTool, ToolSpec
 from tuiapp.tools.schema import schema_error
 
@@ -72,6 +73,7 @@ class ServerConnection:
         self.state = ServerState(cfg.name, "starting", log_path=str(self.log))
         self.specs: dict[str, ToolSpec] = {}
         self._current: _Run | None = None
+        self.http_status: int | None = None  # the last error status of a url server
 
     @property
     def name(self) -> str:
@@ -194,7 +196,19 @@ class ServerConnection:
 
     def _transport(self, log: IO[str]) -> Any:
         if self.cfg.url:
-            return streamable_http_client(self.cfg.url)
+            env = {**os.environ, **self.cfg.env}
+            headers = expand_headers(self.cfg.headers, env)
+            unset = unset_header_vars(self.cfg.headers, env)
+            if unset:  # "Bearer " would go out: say what is missing instead of connecting
+                raise StartRefused(f"its headers use unset variable(s) {', '.join(unset)}: "
+                                   "set them, or give them in the server's env")
+            self.http_status = None
+            if self.cfg.transport == "sse":  # the legacy HTTP+SSE transport
+                return sse_client(self.cfg.url, headers=headers or None,
+                                  timeout=self.cfg.startup_timeout,
+                                  httpx_client_factory=self._http_client)
+            return streamable_http_client(self.cfg.url,
+                                          http_client=self._http_client(headers or None))
         assert self.cfg.command
         params = StdioServerParameters(
             command=self.cfg.command, args=list(self.cfg.args),
@@ -202,6 +216,21 @@ class ServerConnection:
             env={**os.environ, **self.cfg.env}, cwd=self._config().project_root,
         )
         return stdio_client(params, errlog=log)
+
+    def _http_client(self, headers: dict[str, str] | None = None, timeout: Any = None,
+                     auth: Any = None) -> Any:
+        """The SDK's HTTP client, noting an error status: the SDK reports a refused start as
+        a bare "error response", and the status says why (401: credentials)."""
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        client = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
+
+        async def note(response: Any) -> None:
+            if response.status_code >= 400:
+                self.http_status = response.status_code
+
+        client.event_hooks["response"].append(note)
+        return client
 
     def _describe(self) -> str:
         return self.cfg.url or " ".join([self.cfg.command or "", *self.cfg.args])
@@ -224,6 +253,10 @@ class ServerConnection:
             problem = schema_error(tool.input_schema)
             if problem is None and name in specs:
                 problem = f"its name {name!r} clashes with another tool of this server"
+            execution = getattr(tool, "execution", None)
+            if problem is None and getattr(execution, "task_support", None) == "required":
+                problem = ("it must be run as an MCP task (execution.taskSupport = required), "
+                           "which kep does not support yet")
             if problem:
                 items.append(BrokenTool(where, "mcp", f"{tool.name}: {problem}"))
                 continue
@@ -244,7 +277,21 @@ class ServerConnection:
 
     def _reason(self, error: BaseException) -> str:
         error = _leaf(error)
-        tail = self.stderr_tail(1)
+        if isinstance(error, StartRefused):
+            return str(error)
+        tail = self.stderr_tail(3).replace("\n", " | ")
+        status = getattr(self, "http_status", None) or _http_status(error)
+        if status == 401:
+            why = "unauthorized (HTTP 401)"
+            if self.cfg.headers:
+                unset = unset_header_vars(self.cfg.headers, {**os.environ, **self.cfg.env})
+                why += (f": headers use unset variable(s) {', '.join(unset)}" if unset
+                        else ": check the credentials in its headers")
+            else:
+                why += ": the server wants credentials (give them with headers)"
+            return why
+        if status is not None:
+            return f"HTTP {status} from {self.cfg.url}"
         if isinstance(error, MCPError) and error.code == REQUEST_TIMEOUT:
             return f"no answer within {self.cfg.startup_timeout:g}s (startup_timeout)"
         if isinstance(error, MCPError) and error.code == CONNECTION_CLOSED:
@@ -321,6 +368,28 @@ class _EndWatch:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+class StartRefused(Exception):
+    """kep will not start the server as configured; the message says why."""
+
+
+def _http_status(error: BaseException) -> int | None:
+    """The HTTP status behind a failed start of a url server, however the SDK wrapped it."""
+    seen = 0
+    cur: BaseException | None = error
+    while cur is not None and seen < 10:
+        response = getattr(cur, "response", None)
+        code = getattr(response, "status_code", None)
+        if isinstance(code, int):
+            return code
+        text = str(cur)
+        for marker in ("401 Unauthorized", "HTTP 401", "status code 401", "'401"):
+            if marker in text:
+                return 401
+        cur = cur.__cause__ or cur.__context__
+        seen += 1
+    return None
 
 
 def _leaf(error: BaseException) -> BaseException:
