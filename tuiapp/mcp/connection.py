@@ -29,6 +29,7 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from tuiapp import __version__, paths
 from tuiapp.config import Config, McpServerConfig
 from tuiapp.mcp.servers import expand_headers, tool_name, unset_header_vars
+from tuiapp.mcp.startup import StartRefused, exit_description, http_status, wrapped_command
 from tuiapp.tools.model import BrokenTool, ToolSpec
 from tuiapp.tools.schema import schema_error
 
@@ -120,16 +121,25 @@ class ServerConnection:
             run.task.cancel()  # still connecting: nothing to close politely
         await asyncio.gather(run.task, return_exceptions=True)
 
-    def stderr_tail(self, lines: int = 5) -> str:
+    def _log_tail(self) -> str:
         try:
             with self.log.open("rb") as f:
                 f.seek(0, os.SEEK_END)
                 f.seek(max(0, f.tell() - 4096))
-                text = f.read().decode(errors="replace")
+                return f.read().decode(errors="replace")
         except OSError:
             return ""
+
+    def stderr_tail(self, lines: int = 5) -> str:
+        text = self._log_tail()
         kept = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("# kep:")]
         return "\n".join(kept[-lines:])
+
+    def exit_reason(self, lines: int = 3) -> str:
+        """"exit status 3: last | stderr | lines" (or the signal), as far as known."""
+        ended = exit_description(self._log_tail())
+        tail = self.stderr_tail(lines).replace("\n", " | ")
+        return ": ".join(p for p in (ended, tail) if p) or "no stderr output"
 
     # ---- the connection task ------------------------------------------------------------
 
@@ -185,7 +195,7 @@ class ServerConnection:
                         self.set_state("ready")
             run.client = None
         if run.ended and not run.stopping:
-            reason = self.stderr_tail(1) or "no stderr output"
+            reason = self.exit_reason()
             names = ", ".join(sorted(self.specs)) or "none"
             self._publish([BrokenTool(
                 source_key(self.name), "mcp",
@@ -210,8 +220,9 @@ class ServerConnection:
             return streamable_http_client(self.cfg.url,
                                           http_client=self._http_client(headers or None))
         assert self.cfg.command
+        command, args = wrapped_command(self.cfg.command, list(self.cfg.args))
         params = StdioServerParameters(
-            command=self.cfg.command, args=list(self.cfg.args),
+            command=command, args=args,
             # The user's environment, like every kep tool gets, plus the server's own.
             env={**os.environ, **self.cfg.env}, cwd=self._config().project_root,
         )
@@ -280,7 +291,7 @@ class ServerConnection:
         if isinstance(error, StartRefused):
             return str(error)
         tail = self.stderr_tail(3).replace("\n", " | ")
-        status = getattr(self, "http_status", None) or _http_status(error)
+        status = self.http_status or http_status(error)
         if status == 401:
             why = "unauthorized (HTTP 401)"
             if self.cfg.headers:
@@ -293,9 +304,14 @@ class ServerConnection:
         if status is not None:
             return f"HTTP {status} from {self.cfg.url}"
         if isinstance(error, MCPError) and error.code == REQUEST_TIMEOUT:
-            return f"no answer within {self.cfg.startup_timeout:g}s (startup_timeout)"
+            why = f"no answer within {self.cfg.startup_timeout:g}s (startup_timeout)"
+            return f"{why}; its stderr: {tail}" if tail else why
         if isinstance(error, MCPError) and error.code == CONNECTION_CLOSED:
-            return f"exited during start-up: {tail or 'see ' + str(self.log)}"
+            ended = exit_description(self._log_tail())
+            how = "" if not ended else (
+                f", {ended}" if ended.startswith("killed") else f" with {ended}")
+            return (f"exited during start-up{how}: "
+                    f"{tail or 'no stderr output (log: ' + str(self.log) + ')'}")
         if isinstance(error, FileNotFoundError):
             return f"command not found: {self.cfg.command}"
         return one_line(error)
@@ -368,28 +384,6 @@ class _EndWatch:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-
-class StartRefused(Exception):
-    """kep will not start the server as configured; the message says why."""
-
-
-def _http_status(error: BaseException) -> int | None:
-    """The HTTP status behind a failed start of a url server, however the SDK wrapped it."""
-    seen = 0
-    cur: BaseException | None = error
-    while cur is not None and seen < 10:
-        response = getattr(cur, "response", None)
-        code = getattr(response, "status_code", None)
-        if isinstance(code, int):
-            return code
-        text = str(cur)
-        for marker in ("401 Unauthorized", "HTTP 401", "status code 401", "'401"):
-            if marker in text:
-                return 401
-        cur = cur.__cause__ or cur.__context__
-        seen += 1
-    return None
 
 
 def _leaf(error: BaseException) -> BaseException:

@@ -1,0 +1,53 @@
+"""MCP start-up failures are visible (issue 15): the exit status or signal and the last
+stderr lines of a server that dies at start, and the stderr of one that never answers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tuiapp.config import Config, McpServerConfig
+from tuiapp.mcp.client import McpManager
+from tuiapp.mcp.startup import exit_description
+
+BANNER = "print('my-server v1.2 starting', file=sys.stderr, flush=True); "
+
+
+def script(tmp_path: Path, name: str, body: str) -> McpServerConfig:
+    f = tmp_path / f"{name}.py"
+    f.write_text("import os, signal, sys, time\n" + body + "\n")
+    return McpServerConfig(name, sys.executable, (str(f),), startup_timeout=2)
+
+
+async def test_exit_status_signal_and_stderr_of_servers_that_fail_at_start(tmp_path: Path) -> None:
+    servers = [
+        script(tmp_path, "killed", BANNER + "os.kill(os.getpid(), signal.SIGKILL)"),
+        script(tmp_path, "status", BANNER + "print('bad config', file=sys.stderr); sys.exit(4)"),
+        script(tmp_path, "silent", "sys.exit(0)"),
+        script(tmp_path, "slow", BANNER + "print('waiting for db', file=sys.stderr, flush=True);"
+               " time.sleep(60)"),
+    ]
+    cfg = Config(project_root=tmp_path, mcp_servers={s.name: s for s in servers})
+    manager = McpManager(cfg, on_tools=lambda k, i: None, on_state=lambda s: None)
+    manager.start()
+    try:
+        await manager.wait_settled(30)
+        st = {k: v.describe() for k, v in manager.states().items()}
+    finally:
+        await manager.stop()
+    assert st["killed"].startswith("failed (exited during start-up, killed by signal 9 "
+                                   "(SIGKILL): my-server v1.2 starting")  # (sh may add Killed)
+    assert st["status"] == ("failed (exited during start-up with exit status 4: "
+                            "my-server v1.2 starting | bad config)")
+    assert st["silent"].startswith("failed (exited during start-up with exit status 0: "
+                                   "no stderr output")
+    assert st["slow"] == ("failed (no answer within 2s (startup_timeout); its stderr: "
+                          "my-server v1.2 starting | waiting for db)")
+
+
+def test_exit_description_reads_only_kep_lines() -> None:
+    assert exit_description("hello\n# kep: exit status 0\n") == "exit status 0"
+    assert exit_description("# kep: exit status 143\n") == "killed by signal 15 (SIGTERM)"
+    assert exit_description("# kep: exit status 200\n").startswith("killed by signal 72")
+    assert exit_description("# kep: exit status nonsense\n") == ""
+    assert exit_description("exit status 3 (the server's own words)\n") == ""
