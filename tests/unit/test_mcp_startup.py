@@ -51,3 +51,59 @@ def test_exit_description_reads_only_kep_lines() -> None:
     assert exit_description("# kep: exit status 200\n").startswith("killed by signal 72")
     assert exit_description("# kep: exit status nonsense\n") == ""
     assert exit_description("exit status 3 (the server's own words)\n") == ""
+
+
+FAKE = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
+
+
+def slow_server(tmp_path: Path, name: str, delay: float) -> McpServerConfig:
+    f = tmp_path / f"{name}.py"
+    f.write_text(f"import runpy, sys, time\ntime.sleep({delay})\nsys.argv = [{FAKE!r}]\n"
+                 f"runpy.run_path({FAKE!r}, run_name='__main__')\n")
+    return McpServerConfig(name, sys.executable, (str(f),), startup_timeout=20)
+
+
+async def test_a_prompt_naming_a_slow_servers_tool_waits_for_it(tmp_path: Path) -> None:
+    from tuiapp.mcp import known_tools
+
+    known_tools.remember("slowpoke", ["slowpoke_echo", "echo"])
+    cfg = Config(project_root=tmp_path, mcp_servers={"slowpoke": slow_server(
+        tmp_path, "slowpoke", 1.5)})
+    manager = McpManager(cfg, on_tools=lambda k, i: None, on_state=lambda s: None)
+    manager.start()
+    try:
+        assert await manager.wait_for_prompt("what's the weather?", 0.3) == ["slowpoke"]
+        assert await manager.wait_for_prompt("please run slowpoke_echo on 'x'", 0.3) == []
+        assert "slowpoke_echo" in {t.name for t in manager.tools()}
+    finally:
+        await manager.stop()
+
+
+def test_prompt_naming_is_by_whole_words(tmp_path: Path) -> None:
+    from tuiapp.mcp import known_tools
+
+    known_tools.remember("git", ["git_commit", "status"])
+    assert known_tools.named_in("use git please", "git")
+    assert known_tools.named_in("call git_log", "git")  # a prefixed name, even unknown
+    assert known_tools.named_in("show the STATUS", "git")  # a bare (prefix = false) name
+    assert not known_tools.named_in("legitimate digits", "git")
+    assert not known_tools.named_in("", "git")
+
+
+def test_kep_run_names_servers_still_starting(tmp_path: Path) -> None:
+    import json
+    import subprocess
+
+    from conftest import KEP, kep_env
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    slow = slow_server(tmp_path, "laggard", 30)
+    (root / "mcp.json").write_text(json.dumps({"mcpServers": {"laggard": {
+        "command": slow.command, "args": list(slow.args)}}}))
+    (root / "kep.toml").write_text("[tools]\nbuiltins = false\n")
+    r = subprocess.run([*KEP, "run", "--project", str(root), "--model", "offline", "hello"],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                       env=kep_env())
+    assert r.returncode == 0, r.stderr
+    assert "MCP server laggard still starting after 5s" in r.stderr

@@ -220,11 +220,11 @@ class ServerConnection:
             return streamable_http_client(self.cfg.url,
                                           http_client=self._http_client(headers or None))
         assert self.cfg.command
-        command, args = wrapped_command(self.cfg.command, list(self.cfg.args))
+        # The user's environment, like every kep tool gets, plus the server's own.
+        env = {**os.environ, **self.cfg.env}
+        command, args = wrapped_command(self.cfg.command, list(self.cfg.args), env.get("PATH"))
         params = StdioServerParameters(
-            command=command, args=args,
-            # The user's environment, like every kep tool gets, plus the server's own.
-            env={**os.environ, **self.cfg.env}, cwd=self._config().project_root,
+            command=command, args=args, env=env, cwd=self._config().project_root,
         )
         return stdio_client(params, errlog=log)
 
@@ -278,6 +278,9 @@ class ServerConnection:
             )
         self.specs = specs
         self._publish([*specs.values(), *items])
+        from tuiapp.mcp import known_tools
+
+        known_tools.remember(self.name, [*specs, *(t.name for t in tools)])
 
     def _failed(self, error: BaseException) -> None:
         reason = self._reason(error)

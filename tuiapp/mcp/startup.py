@@ -16,10 +16,11 @@ EXIT_MARK = "# kep: exit status "
 _WRAP = f'"$@"; s=$?; echo "{EXIT_MARK}$s" >&2; exit $s'
 
 
-def wrapped_command(command: str, args: list[str]) -> tuple[str, list[str]]:
+def wrapped_command(command: str, args: list[str], path: str | None = None
+                    ) -> tuple[str, list[str]]:
     """(command, args) that run the server and record its exit status. Raises
     FileNotFoundError for a command that is not installed (as spawning it would)."""
-    if shutil.which(command) is None and not os.access(command, os.X_OK):
+    if shutil.which(command, path=path) is None and not os.access(command, os.X_OK):
         raise FileNotFoundError(command)
     if os.name != "posix" or not os.access("/bin/sh", os.X_OK):
         return command, args
