@@ -107,3 +107,24 @@ def test_kep_run_names_servers_still_starting(tmp_path: Path) -> None:
                        env=kep_env())
     assert r.returncode == 0, r.stderr
     assert "MCP server laggard still starting after 5s" in r.stderr
+
+
+async def test_kep_mcp_serve_first_tools_list_has_its_servers_tools(tmp_path: Path) -> None:
+    """A client that lists once (most do) sees the tools of kep's own MCP servers, even a
+    server that needs a moment to start."""
+    import json
+
+    from conftest import KEP, kep_env
+    from mcp import Client, StdioServerParameters
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    slow = slow_server(tmp_path, "upstream", 1.5)
+    (root / "mcp.json").write_text(json.dumps({"mcpServers": {"upstream": {
+        "command": slow.command, "args": list(slow.args)}}}))
+    (root / "kep.toml").write_text('[tools]\nbuiltins = false\n[approval]\ndefault = "allow"\n')
+    params = StdioServerParameters(command=KEP[0], args=[*KEP[1:], "mcp", "serve", "--project",
+                                                         str(root)], env=kep_env())
+    async with Client(params) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+    assert "upstream_echo" in names
