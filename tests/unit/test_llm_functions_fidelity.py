@@ -157,3 +157,27 @@ async def _fresh(cfg: config.Config, cache: DeclarationCache) -> Registry:
     reg = Registry(cfg, cache=cache)
     await reg.refresh()
     return reg
+
+
+# ---- hostile comment blocks -----------------------------------------------------------------
+
+def test_argc_blocks_with_hostile_lines() -> None:
+    from tuiapp.tools.formats import argc_tags
+
+    huge = "x" * (2 * 1024 * 1024)
+    text = ("# @describe Top\n#\n# " + huge + "\n#\t tabbed\n#\x1b[31mred\r\n"
+            "## double hash\n#  @notatag? no: indented tag is a tag\n# after\n"
+            "main() { :; }\n")
+    script = argc_tags.parse(text)
+    desc = script.root.description
+    assert desc.startswith("Top\n\n" + huge[:10]) and len(desc) > 2 * 1024 * 1024
+    assert "\n tabbed\n" in desc  # one tab taken, the rest kept (argc)
+    assert "\n\x1b[31mred\n" in desc  # kept as text; the display edge sanitises it; \r dropped
+    assert desc.endswith("\ndouble hash")  # `#  @x` is a tag line: the block ends there
+    blocks = [argc_tags.parse(f"# @describe A\n#{sep}\n# B\n").root.description
+              for sep in ("", " ", "\t", "   ")]
+    assert blocks == ["A\n\nB"] * 4
+    assert argc_tags.parse("# @describe A\n\n# B\n").root.description == "A"  # a blank line ends it
+    assert argc_tags.parse("# @describe A\n  # B\n").root.description == "A"  # so does code
+    many = "# @describe A\n" + "#\n" * 500 + "# end\n"
+    assert argc_tags.parse(many).root.description == "A" + "\n" * 501 + "end"

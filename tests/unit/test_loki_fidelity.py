@@ -138,6 +138,7 @@ async def test_config_yaml_agent_loads_with_global_tools_and_notices(tmp_path: P
     for key in ("temperature", "auto_continue", "max_auto_continues"):
         assert key in notice  # named, never silently dropped
     assert plan.agent is not None and plan.agent.mcp_servers == ["ddg-search"]
+    assert not any("not configured" in n for n in plan.notices)  # functions/mcp.json has it
     env = plan.env
     assert env["LLM_AGENT_VAR_PROJECT_DIR"] == "/srv/app"
     assert env["LLM_AGENT_VAR_AUTO_CONFIRM"] == "1"
@@ -174,3 +175,11 @@ async def test_broken_config_yaml_is_one_clear_line(tmp_path: Path, bad: str) ->
     with pytest.raises(StartError) as e:
         prepare(ws, agent="coder")
     assert "config.yaml" in str(e.value) and "\n" not in str(e.value)
+
+
+async def test_an_unknown_mcp_server_of_an_agent_is_named(tmp_path: Path) -> None:
+    root = loki_project(tmp_path)
+    (root / "functions" / "mcp.json").write_text('{"mcpServers": {}}')
+    ws = await workspace(root)
+    plan = prepare(ws, agent="coder")
+    assert any("mcp_servers ddg-search not configured" in n for n in plan.notices)

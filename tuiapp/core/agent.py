@@ -101,6 +101,21 @@ class Agent:
         return spec.name in self.shared_tools and not spec.run.get("agent")
 
 
+def unknown_mcp_servers(agent: Agent, config: Config) -> list[str]:
+    """A notice for each `mcp_servers` entry no configured server answers to."""
+    if not agent.mcp_servers:
+        return []
+    from tuiapp.mcp.servers import McpJsonError, configured_servers
+
+    try:
+        known = set(configured_servers(config))
+    except McpJsonError:
+        return []  # the bad mcp.json is reported where servers are started
+    missing = [n for n in agent.mcp_servers if n not in known]
+    return [f"agent {agent.name}: mcp_servers {', '.join(missing)} not configured (mcp.json, "
+            "functions/mcp.json or [mcp.servers]); their tools are not offered"] if missing else []
+
+
 def env_name(name: str) -> str:
     return "LLM_AGENT_VAR_" + "".join(c if c.isalnum() else "_" for c in name).upper()
 

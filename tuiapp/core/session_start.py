@@ -279,5 +279,6 @@ def prepare(ws: Workspace, *, prompt: str | None = None, agent: str | None = Non
             names = ", ".join(v.name for v in a.variables) or "none"
             raise StartError(f"agent {agent} has no variable {', '.join(map(repr, unknown))} "
                              f"(its variables: {names})")
-        return StartPlan("agent", a.name, ws, values, agent=a, notices=list(a.notices))
+        notices = [*a.notices, *agent_mod.unknown_mcp_servers(a, ws.config)]
+        return StartPlan("agent", a.name, ws, values, agent=a, notices=notices)
     raise StartError("nothing to start: give --prompt NAME or --agent NAME")
