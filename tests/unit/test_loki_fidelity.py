@@ -36,7 +36,7 @@ async def workspace(root: Path) -> Workspace:
 
 async def call(ws: Workspace, name: str, args: dict) -> str:
     """One call as a session makes it (the agent's variables, when one started, in its env)."""
-    spec = ws.registry.tools[name]
+    spec = ws.session_tools()[name]  # what a conversation offers
     fin = await ws.runner("test").execute(spec, ToolCall("c1", name, args, json.dumps(args)),
                                           lambda e: None)
     return f"{fin.status}: {fin.result}"
@@ -183,3 +183,23 @@ async def test_an_unknown_mcp_server_of_an_agent_is_named(tmp_path: Path) -> Non
     ws = await workspace(root)
     plan = prepare(ws, agent="coder")
     assert any("mcp_servers ddg-search not configured" in n for n in plan.notices)
+
+
+async def test_two_agents_may_have_tools_of_the_same_name(tmp_path: Path) -> None:
+    """Loki's own agents share function names (read_file in coder, explore and oracle): each
+    agent gets its own, and none is reported as a duplicate."""
+    root = loki_project(tmp_path)
+    twin = root / "agents" / "twin"
+    shutil.copytree(root / "agents" / "coder", twin)
+    tools = twin / "tools.sh"
+    tools.write_text(tools.read_text().replace("dir=$LLM_AGENT_VAR_PROJECT_DIR", "twin dir="))
+    ws = await workspace(root)
+    assert not ws.registry.broken, ws.registry.broken
+    for agent, expect in (("coder", "dir=/p agent=coder"), ("twin", "twin dir= agent=twin")):
+        ws.start = plan = prepare(ws, agent=agent, sets={"project_dir": "/p"})
+        await plan.ready()
+        assert "where_am_i" in {t.name for t in plan.visible_tools()}
+        out = await call(ws, "where_am_i", {})
+        assert out.startswith(f"ok: {expect} func=where_am_i"), out
+    listed = [e for e in ws.registry.entries() if getattr(e, "name", "") == "where_am_i"]
+    assert len(listed) == 2  # both shown in listings

@@ -157,10 +157,11 @@ class StartPlan:
         if self.prompt is not None:
             return self.prompt.allow_only(name)
         assert self.agent is not None
-        return self.agent.allows(self.workspace.registry.tools.get(name))
+        return self.agent.allows(self.workspace.registry.tools_for(self.agent.name).get(name))
 
     def visible_tools(self) -> list[ToolSpec]:
-        return [s for n, s in self.workspace.registry.tools.items() if self.allow_only(n)]
+        tools = self.workspace.registry.tools_for(self.agent.name if self.agent else None)
+        return [s for n, s in tools.items() if self.allow_only(n)]
 
     def system_text(self) -> str:
         """This start's part of the system prompt."""
@@ -216,7 +217,8 @@ class StartPlan:
         """Call the agent's `_instructions` function, as AIChat does for
         `dynamic_instructions: true`; its output replaces `instructions`."""
         assert self.agent is not None
-        spec = _instructions_spec(self.agent, self.workspace.registry.tools.values())
+        spec = _instructions_spec(self.agent,
+                                  self.workspace.registry.tools_for(self.agent.name).values())
         if spec is None:
             self.notices.append(f"agent {self.name}: dynamic_instructions is set but no tool of "
                                 "its tools file was found to run `_instructions` with")
