@@ -67,8 +67,21 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
                                 is_error=True)
 
 
+async def list_resources(ctx: ServerRequestContext[Any], params: Any
+                         ) -> types.ListResourcesResult:
+    return types.ListResourcesResult(resources=[
+        types.Resource(name="readme", uri="file:///README.md", mime_type="text/markdown"),
+        types.Resource(name="schema", uri="db://schema")])
+
+
+async def list_prompts(ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[
+        types.Prompt(name="review", description="Review a change")])
+
+
 def server() -> Server:
-    return Server("http-fake", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server("http-fake", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool,
+                  on_list_resources=list_resources, on_list_prompts=list_prompts)
 
 
 def sse_app(srv: Server) -> Starlette:

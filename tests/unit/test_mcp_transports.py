@@ -72,7 +72,9 @@ async def start(tmp_path: Path) -> AsyncIterator:
 
 
 async def call(manager: McpManager, name: str, args: dict | None = None) -> str:
-    spec = {s.name: s for s in manager.tools()}[name]
+    specs = {s.name: s for s in manager.tools()}
+    assert name in specs, manager.states()
+    spec = specs[name]
     runner = Runner(manager.config, spool_dir=manager.config.project_root / "spool",
                     formats=[McpFormat(manager)])
     fin = await runner.execute(spec, ToolCall("c1", name, args or {}), lambda e: None)
@@ -150,3 +152,12 @@ async def test_task_required_tools_are_listed_broken_with_the_reason(
     assert "fs_task_only" not in names and "fs_echo" in names
     broken = [i.error for i in sink.items["mcp:fs"] if isinstance(i, BrokenTool)]
     assert any("task_only" in b and "task" in b and "not support" in b for b in broken)
+
+
+async def test_resources_and_prompts_are_listed_with_the_server(start, sse_server: str) -> None:
+    manager, _ = await start(McpServerConfig("docs", url=f"{sse_server}/sse", transport="sse",
+                                             startup_timeout=10))
+    state = manager.states()["docs"]
+    assert state.resources == ("readme", "schema") and state.prompts == ("review",)
+    assert state.describe() == ("ready (3 tools, 2 resources (readme, schema), "
+                                "1 prompt (review))")  # task_only is broken, not counted

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 import anyio
 import mcp.types as types
@@ -30,27 +30,12 @@ from tuiapp import __version__, paths
 from tuiapp.config import Config, McpServerConfig
 from tuiapp.mcp.servers import expand_headers, tool_name, unset_header_vars
 from tuiapp.mcp.startup import StartRefused, exit_description, http_status, wrapped_command
+from tuiapp.mcp.state import ServerState, ServerStatus
 from tuiapp.tools.model import BrokenTool, ToolSpec
 from tuiapp.tools.schema import schema_error
 
-ServerStatus = Literal["starting", "ready", "failed", "exited", "disabled"]
 Publish = Callable[[list[ToolSpec | BrokenTool]], None]
 MAX_LIST_PAGES = 50  # a server whose tools/list never stops paginating cannot hang kep
-
-
-@dataclass(frozen=True)
-class ServerState:
-    name: str
-    status: ServerStatus
-    tools: int = 0
-    reason: str = ""
-    log_path: str = ""
-
-    def describe(self) -> str:
-        """"ready (3 tools)", "failed (why)", "exited (why)", "starting", "disabled"."""
-        if self.status == "ready":
-            return f"ready ({self.tools} tool{'' if self.tools == 1 else 's'})"
-        return f"{self.status} ({self.reason})" if self.reason else self.status
 
 
 def source_key(server: str) -> str:
@@ -182,6 +167,10 @@ class ServerConnection:
                 self._failed(e)
                 return
             run.client = client
+            from tuiapp.mcp import inventory
+
+            res, prompts = await inventory.fetch(client)
+            self.state = replace(self.state, resources=res, prompts=prompts)
             self.set_state("ready")
             while True:
                 await run.wake.wait()

@@ -238,7 +238,7 @@ class SessionActions(App[int]):
         if self.ws.mcp is None:
             return
         self.functions.update_servers({
-            name: (s.status, f"{s.tools} tools" if s.status == "ready" else s.reason)
+            name: (s.status, s.summary() if s.status == "ready" else s.reason)
             for name, s in self.ws.mcp.states().items()})
         if state.status == "failed":
             self.notify(f"MCP server {state.name} failed: {state.reason}", title="MCP",
