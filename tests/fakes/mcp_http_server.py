@@ -79,9 +79,24 @@ async def list_prompts(ctx: ServerRequestContext[Any], params: Any) -> types.Lis
         types.Prompt(name="review", description="Review a change")])
 
 
+async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+                     ) -> types.GetPromptResult:
+    args = params.arguments or {}
+    if params.name != "review" or "change" not in args:
+        raise ValueError("review needs the argument 'change'")
+    return types.GetPromptResult(messages=[
+        types.PromptMessage(role="user", content=types.TextContent(
+            type="text", text="You review changes.")),
+        types.PromptMessage(role="assistant", content=types.TextContent(
+            type="text", text="Understood.")),
+        types.PromptMessage(role="user", content=types.TextContent(
+            type="text", text=f"Review this change: {args['change']}"))])
+
+
 def server() -> Server:
     return Server("http-fake", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool,
-                  on_list_resources=list_resources, on_list_prompts=list_prompts)
+                  on_list_resources=list_resources, on_list_prompts=list_prompts,
+                  on_get_prompt=get_prompt)
 
 
 def sse_app(srv: Server) -> Starlette:

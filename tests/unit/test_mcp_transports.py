@@ -161,3 +161,33 @@ async def test_resources_and_prompts_are_listed_with_the_server(start, sse_serve
     assert state.resources == ("readme", "schema") and state.prompts == ("review",)
     assert state.describe() == ("ready (3 tools, 2 resources (readme, schema), "
                                 "1 prompt (review))")  # task_only is broken, not counted
+
+
+def test_an_mcp_prompt_starts_a_session(sse_server: str, tmp_path: Path) -> None:
+    """`kep run --prompt mcp:SERVER/NAME --set arg=…`: the server's messages open the
+    conversation and its last user message is sent, as a .prompt file's would be."""
+    import json
+
+    from conftest import KEP, kep_env
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "mcp.json").write_text(json.dumps({"mcpServers": {"docs": {
+        "url": f"{sse_server}/sse", "type": "sse"}}}))
+    (root / "kep.toml").write_text("[tools]\nbuiltins = false\n")
+
+    def run(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*KEP, "run", "--project", str(root), "--model", "offline",
+                               "--json", "--prompt", "mcp:docs/review", *extra],
+                              capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL, env=kep_env())
+
+    ok = run("--set", "change=rename foo to bar")
+    assert ok.returncode == 0, ok.stderr
+    events = [json.loads(line) for line in ok.stdout.splitlines() if line.startswith("{")]
+    texts = json.dumps(events)
+    assert "Review this change: rename foo to bar" in texts
+    missing = run()
+    assert missing.returncode != 0
+    assert "review needs the argument 'change'" in missing.stderr
+    assert "Traceback" not in missing.stderr

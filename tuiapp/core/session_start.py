@@ -78,6 +78,11 @@ def choices(ws: Workspace) -> list[Choice]:
     out: list[Choice] = []
     for path in prompt_file.list_prompts(ws.root):
         out.append(Choice("prompt", path.stem, _prompt_summary(path), path))
+    mcp = getattr(ws, "mcp", None)
+    for server, state in sorted(mcp.states().items()) if mcp is not None else ():
+        for name in state.prompts:  # MCP prompts start a session too
+            out.append(Choice("prompt", f"mcp:{server}/{name}", f"MCP prompt of {server}",
+                              Path(f"mcp:{server}/{name}")))
     for d in agent_mod.list_agents(ws.root, ws.config):
         try:
             a = agent_mod.load_agent(d)
@@ -264,6 +269,12 @@ def prepare(ws: Workspace, *, prompt: str | None = None, agent: str | None = Non
     if prompt and agent:
         raise StartError("give --prompt or --agent, not both")
     if prompt:
+        from tuiapp.mcp import prompt_start
+
+        ref = prompt_start.parse(prompt)
+        if ref is not None:  # a prompt of an MCP server: mcp:SERVER/NAME
+            mcp_run = prompt_start.McpPromptRun(ws, ref[0], ref[1], values)
+            return StartPlan("prompt", prompt, ws, values, prompt=mcp_run)  # type: ignore[arg-type]
         try:
             path = prompt_file.find_prompt(ws.root, prompt)
         except prompt_file.PromptNotFound as e:

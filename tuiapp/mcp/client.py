@@ -103,6 +103,9 @@ class McpManager:
     async def stop(self) -> None:
         await asyncio.gather(*(s.stop() for s in self._servers.values()), return_exceptions=True)
 
+    def connection(self, name: str) -> ServerConnection | None:
+        return self._servers.get(name)
+
     def starting(self) -> list[str]:
         return sorted(n for n, s in self._servers.items() if s.state.status == "starting")
 
