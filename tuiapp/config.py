@@ -88,6 +88,11 @@ class ApprovalConfig(FrozenRecord):
 class SourceConfig(FrozenRecord):
     format: str
     path: str
+    # aitool hosts: "module:function" run in the tool's process before its classes are built
+    # (with setup_args as keyword arguments), and constructor arguments per class name.
+    setup: str | None = None
+    setup_args: dict[str, Any] = field(default_factory=dict)
+    init: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -132,6 +137,10 @@ class McpServerConfig(FrozenRecord):
     enabled: bool = True
     # How long connecting + the first tools/list may take (npx-launched servers download first).
     startup_timeout: float = 30.0
+    # None: [mcp] prefix decides; mcp.json's per-server "prefix" (llm-functions' bridge) wins.
+    prefix: bool | None = None
+    headers: dict[str, str] = field(default_factory=dict)  # url servers; ${VAR} expanded
+    transport: str | None = None  # url servers: "http" (streamable, default) or "sse"
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -415,7 +424,16 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         path = sr.get("path", str)
         if fmt is None or path is None:
             raise ConfigError(file, f"tools.sources[{i}]", "needs format and path")
-        sources.append(SourceConfig(fmt, path))
+        setup = sr.get("setup", str)
+        if setup is not None and not re.fullmatch(r"[\w.]+:[\w.]+", setup):
+            raise ConfigError(file, f"tools.sources[{i}].setup",
+                              'expected "module:function", e.g. "myapp.paths:init"')
+        init = sr.get("init", dict, {})
+        if not all(isinstance(v, dict) for v in init.values()):
+            raise ConfigError(file, f"tools.sources[{i}].init",
+                              "expected a table per class name: init.ClassName = {arg = …}")
+        sources.append(SourceConfig(fmt, path, setup, dict(sr.get("setup_args", dict, {})),
+                                    {str(k): dict(v) for k, v in init.items()}))
     dirs = tr.get("dirs", list, [])
     if not all(isinstance(d, str) for d in dirs):
         raise ConfigError(file, "tools.dirs", "expected an array of strings")
@@ -461,6 +479,9 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
             url=sr.get("url", str),
             enabled=sr.get("enabled", bool, True),
             startup_timeout=_positive(sr, "startup_timeout", 30.0),
+            prefix=sr.get("prefix", bool),
+            headers=sr.str_map("headers"),
+            transport=sr.get("type", str),
         )
         if not servers[name].command and not servers[name].url:
             raise ConfigError(file, f"mcp.servers.{name}", "needs command or url")

@@ -92,8 +92,7 @@ class Workspace:
         """The registry's tools minus other agents' own functions: an agent's tools.sh is
         offered only while that agent is active."""
         agent = self.start.name if self.start is not None and self.start.kind == "agent" else None
-        return {name: spec for name, spec in self.registry.tools.items()
-                if spec.run.get("agent") in (None, agent)}
+        return self.registry.tools_for(agent)
 
     def system_prompt(self) -> str:
         """Base prompt + the active prompt/agent + extension packs + AITool instructions."""

@@ -60,8 +60,9 @@ async def test_configured_source_may_name_the_functions_dir(tmp_path: Path) -> N
     project.mkdir()
     ctx = make_ctx(project, {"ts_runtime": "node",
                              "sources": [{"format": "loki", "path": str(loki / "functions")}]})
-    # the project's own functions/tools/ is listed too (watched until it appears)
-    assert FMT.roots(ctx) == [project / "functions" / "tools", loki / "functions" / "tools"]
+    # the project's own functions/tools/ and agents/ are listed too (watched until they appear)
+    assert FMT.roots(ctx) == [project / "functions" / "tools", project / "agents",
+                              loki / "functions" / "tools", loki / "agents"]
     names = set(by_name(await declare_all(FMT, ctx)))
     assert names == {"demo_py", "demo_sh", "demo_ts", "shebang_py"}
 
@@ -75,8 +76,10 @@ async def test_python_tool_result_env_and_dotenv(root: Path) -> None:
     assert ran.result.split("\n") == [
         "string=s", "string_enum=foo", "boolean=True", "integer=1", "number=2.5",
         "array=['a', 'b']", "string_optional=None", "integer_with_default=42",
-        "array_optional=None", f"LLM_ROOT_DIR={root}", "LLM_TOOL_NAME=demo_py",
-        f"LLM_TOOL_CACHE_DIR={root / 'cache' / 'demo_py'}", "LOKI_DOTENV=from-loki-dotenv"]
+        # as Loki's run-tool sets it: LLM_ROOT_DIR is the functions dir
+        "array_optional=None", f"LLM_ROOT_DIR={root / 'functions'}", "LLM_TOOL_NAME=demo_py",
+        f"LLM_TOOL_CACHE_DIR={root / 'functions' / 'cache' / 'demo_py'}",
+        "LOKI_DOTENV=from-loki-dotenv"]
 
 
 async def test_bash_tool_runs_without_argc(root: Path) -> None:

@@ -176,7 +176,8 @@ async def test_result_shapes_names_and_broken_schemas(start) -> None:
     assert media.result.splitlines() == [
         "here you go",
         "[image: image/png, 2.0 KiB]",
-        "[resource: file:///notes.txt, text/plain, 300 B]",
+        "[resource: file:///notes.txt, text/plain]",
+        "x" * 300,  # an embedded text resource reaches the model (issue 15)
         "[resource link: file:///big.bin, 4.9 KiB]",
     ]
     structured = await call(manager, "fake_structured")
@@ -222,7 +223,8 @@ async def test_a_crash_mid_call_is_reported_marks_tools_broken_and_restart_recov
             break
         await asyncio.sleep(0.02)
     state = manager.states()["fake"]
-    assert state.describe() == "exited (fatal: the fake server crashed on purpose)"
+    # its exit status, then its last stderr lines (issue 15: not its start banner)
+    assert state.describe() == "exited (exit status 7: fatal: the fake server crashed on purpose)"
     assert manager.tools() == [] and sink.names("mcp:fake") == []
     [broken] = sink.broken("mcp:fake")
     assert "exited" in broken and "fake_echo" in broken and state.log_path in broken
@@ -250,7 +252,7 @@ async def test_servers_that_crash_hang_or_are_missing_at_start_fail_with_a_reaso
     )
     states = manager.states()
     assert states["crashy"].describe() == (
-        "failed (exited during start-up: config error: FAKE_TOKEN is not set)")
+        "failed (exited during start-up with exit status 3: config error: FAKE_TOKEN is not set)")
     assert states["hangy"].describe() == "failed (no answer within 0.5s (startup_timeout))"
     assert states["missing"].describe() == "failed (command not found: /no/such/kep-mcp-server)"
     assert states["off"].status == "disabled"

@@ -60,7 +60,9 @@ async def _refresh(ws: Workspace) -> None:
     try:
         await ws.registry.refresh()
         if ws.mcp is not None:
-            limit = max((s.startup_timeout for s in ws.config.mcp_servers.values()), default=30.0)
+            # every server's own startup_timeout (mcp.json ones too), and a little more, so a
+            # server that times out is listed as failed rather than missing
+            limit = ws.mcp.startup_limit() + 2.0
             with contextlib.suppress(TimeoutError):
                 await ws.mcp.wait_settled(limit)
     finally:

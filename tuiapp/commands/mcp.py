@@ -45,6 +45,9 @@ def _protocol_fds() -> Iterator[tuple[int, int]]:
         os.close(wire_out)
 
 
+FIRST_LIST_WAIT = 30.0  # the longest the first tools/list waits for kep's own MCP servers
+
+
 async def serve(config: Config, wire_in: int, wire_out: int, *, allow_ask: bool = False) -> int:
     import anyio
     from mcp.server.stdio import stdio_server
@@ -76,8 +79,13 @@ async def serve(config: Config, wire_in: int, wire_out: int, *, allow_ask: bool 
     formats = [*default_formats(), *([McpFormat(manager)] if manager else [])]
     runner = Runner(config, spool_dir=paths.data_dir() / "spool" / f"mcp-serve-{os.getpid()}",
                     formats=formats)
+    async def servers_up() -> None:  # bounded: a server never ready is listed later
+        if manager is not None:
+            await manager.wait_settled(min(manager.startup_limit(), FIRST_LIST_WAIT))
+
     server = KepMcpServer(lambda: workspace.registry.tools, runner.execute,
-                          lambda: workspace.config.approval, allow_ask=allow_ask, env=os.environ)
+                          lambda: workspace.config.approval, allow_ask=allow_ask, env=os.environ,
+                          before_first_list=servers_up)
 
     async def on_config(cfg: Config | None, error: ConfigError | None) -> None:
         if error is not None:

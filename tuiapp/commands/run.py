@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 from tuiapp.commands import _start
 from tuiapp.commands._common import fail, load_config
@@ -105,15 +104,23 @@ async def _show_system(ws: Workspace, plan: StartPlan | None) -> None:
     print(ws.system_prompt())
 
 
-# Headless runs give MCP servers this long to list their tools before the first request; a
-# slower server's tools are simply not offered to this one-shot run.
+# Headless runs give MCP servers this long to list their tools before the first request. A
+# server the prompt names (its name or one of its tools) gets up to its startup_timeout; the
+# tools of any other slower server are not offered to this run, and a notice says so.
 MCP_WAIT = 5.0
 
 
-async def _settle_mcp(ws: Workspace) -> None:
-    if ws.mcp is not None:
-        with contextlib.suppress(TimeoutError):
-            await ws.mcp.wait_settled(MCP_WAIT)
+async def _settle_mcp(ws: Workspace, text: str = "", emit: Any = None) -> None:
+    if ws.mcp is None:
+        return
+    still = await ws.mcp.wait_for_prompt(text, MCP_WAIT)
+    if still and emit is not None:
+        from tuiapp.core.events import Notice
+
+        emit(Notice(f"MCP server{'s' if len(still) > 1 else ''} {', '.join(still)} still "
+                    f"starting after {MCP_WAIT:g}s: {'their' if len(still) > 1 else 'its'} "
+                    "tools are not offered to this run (name a server or one of its tools in "
+                    "the prompt to wait for it, up to its startup_timeout)", "warning"))
 
 
 def tty_approver() -> Approver:
@@ -200,7 +207,7 @@ def main(args: argparse.Namespace) -> int:
     async def go() -> str:
         ws.start_mcp(emit=emit)
         runner = ws.runner(session_id)
-        await asyncio.gather(ws.registry.refresh(), _settle_mcp(ws))
+        await asyncio.gather(ws.registry.refresh(), _settle_mcp(ws, text or "", emit))
         conv = ws.conversation(provider, runner, approver, emit, history)
         try:
             stop = "end_turn"

@@ -56,11 +56,14 @@ class Agent:
     variables: list[AgentVariable] = field(default_factory=list)
     starters: list[str] = field(default_factory=list)
     documents: list[str] = field(default_factory=list)
-    shared_tools: list[str] = field(default_factory=list)  # tools.txt, as tool names
+    shared_tools: list[str] = field(default_factory=list)  # tools.txt / global_tools: names
+    kind: str = "llm-functions"  # or "loki" (config.yaml)
+    mcp_servers: list[str] = field(default_factory=list)  # loki: the MCP servers it may use
+    notices: list[str] = field(default_factory=list)  # what kep does not honour, said once
 
     @property
     def index(self) -> Path:
-        return self.dir / "index.yaml"
+        return self.dir / ("config.yaml" if self.kind == "loki" else "index.yaml")
 
     def missing(self, values: Mapping[str, str]) -> list[AgentVariable]:
         return [v for v in self.variables if v.default is None and not values.get(v.name)]
@@ -81,17 +84,36 @@ class Agent:
 
     def owns(self, spec: ToolSpec) -> bool:
         """Is this tool one of the agent's own (its tools.{sh,py,js} or built functions.json)?"""
-        if spec.format != "llm-functions" or spec.run.get("agent") != self.name:
+        if spec.format != self.kind or spec.run.get("agent") != self.name:
             return False
-        return Path(str(spec.run.get("root", ""))).resolve() == self.llm_root.resolve()
+        root = spec.run.get("config_dir" if self.kind == "loki" else "root", "")
+        return Path(str(root)).resolve() == self.llm_root.resolve()
 
     def allows(self, spec: ToolSpec | None) -> bool:
-        """The agent's tool set: its own tools plus those tools.txt names."""
+        """The agent's tool set: its own tools, those tools.txt / global_tools name and, for a
+        Loki agent, the tools of the MCP servers it lists."""
         if spec is None:
             return False
         if self.owns(spec):
             return True
+        if spec.format == "mcp":
+            return spec.run.get("server") in self.mcp_servers
         return spec.name in self.shared_tools and not spec.run.get("agent")
+
+
+def unknown_mcp_servers(agent: Agent, config: Config) -> list[str]:
+    """A notice for each `mcp_servers` entry no configured server answers to."""
+    if not agent.mcp_servers:
+        return []
+    from tuiapp.mcp.servers import McpJsonError, configured_servers
+
+    try:
+        known = set(configured_servers(config))
+    except McpJsonError:
+        return []  # the bad mcp.json is reported where servers are started
+    missing = [n for n in agent.mcp_servers if n not in known]
+    return [f"agent {agent.name}: mcp_servers {', '.join(missing)} not configured (mcp.json, "
+            "functions/mcp.json or [mcp.servers]); their tools are not offered"] if missing else []
 
 
 def env_name(name: str) -> str:
@@ -101,24 +123,33 @@ def env_name(name: str) -> str:
 # ---- finding agents ------------------------------------------------------------------------
 
 def llm_roots(root: Path, config: Config | None) -> list[Path]:
-    """Where agents/ may live: the project root, then every llm-functions tools source."""
+    """Where agents/ may live: the project root, then every llm-functions tools source and
+    the config dir of every Loki source."""
     out = [root]
     for src in (config.tools.sources if config else ()):
+        p = Path(src.path).expanduser()
+        p = p if p.is_absolute() else root / p
         if src.format == "llm-functions":
-            p = Path(src.path).expanduser()
-            out.append(p if p.is_absolute() else root / p)
+            out.append(p)
+        elif src.format == "loki":
+            from tuiapp.tools.formats.loki import functions_dir
+
+            out.append(functions_dir(p).parent)
     return list(dict.fromkeys(out))
 
 
 def list_agents(root: Path, config: Config | None = None) -> list[Path]:
-    """Agent directories (those with an index.yaml), first root wins for a name."""
+    """Agent directories (an llm-functions index.yaml, or a Loki config.yaml / graph.yaml),
+    first root wins for a name."""
+    from tuiapp.core.loki_agent import is_loki_agent_dir
+
     seen: dict[str, Path] = {}
     for base in llm_roots(root, config):
         d = base / "agents"
         if not d.is_dir():
             continue
         for p in sorted(d.iterdir()):
-            if (p / "index.yaml").is_file():
+            if (p / "index.yaml").is_file() or is_loki_agent_dir(p):
                 seen.setdefault(p.name, p)
     return list(seen.values())
 
@@ -129,13 +160,17 @@ def find_agent(root: Path, name: str, config: Config | None = None) -> Path:
         if p.name == name:
             return p
     known = ", ".join(p.name for p in agents) or "none"
-    raise AgentError(f"no agent {name!r}: looked for agents/{name}/index.yaml under "
+    raise AgentError(f"no agent {name!r}: looked for agents/{name}/index.yaml or config.yaml under "
                      f"{', '.join(str(r) for r in llm_roots(root, config))} (agents: {known})")
 
 
 def load_agent(agent_dir: Path) -> Agent:
     import yaml
 
+    from tuiapp.core import loki_agent
+
+    if loki_agent.is_loki_agent_dir(agent_dir):
+        return loki_agent.load(agent_dir)
     index = agent_dir / "index.yaml"
     try:
         data = yaml.safe_load(index.read_text(encoding="utf-8")) or {}

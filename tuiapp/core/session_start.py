@@ -78,6 +78,11 @@ def choices(ws: Workspace) -> list[Choice]:
     out: list[Choice] = []
     for path in prompt_file.list_prompts(ws.root):
         out.append(Choice("prompt", path.stem, _prompt_summary(path), path))
+    mcp = getattr(ws, "mcp", None)
+    for server, state in sorted(mcp.states().items()) if mcp is not None else ():
+        for name in state.prompts:  # MCP prompts start a session too
+            out.append(Choice("prompt", f"mcp:{server}/{name}", f"MCP prompt of {server}",
+                              Path(f"mcp:{server}/{name}")))
     for d in agent_mod.list_agents(ws.root, ws.config):
         try:
             a = agent_mod.load_agent(d)
@@ -157,10 +162,11 @@ class StartPlan:
         if self.prompt is not None:
             return self.prompt.allow_only(name)
         assert self.agent is not None
-        return self.agent.allows(self.workspace.registry.tools.get(name))
+        return self.agent.allows(self.workspace.registry.tools_for(self.agent.name).get(name))
 
     def visible_tools(self) -> list[ToolSpec]:
-        return [s for n, s in self.workspace.registry.tools.items() if self.allow_only(n)]
+        tools = self.workspace.registry.tools_for(self.agent.name if self.agent else None)
+        return [s for n, s in tools.items() if self.allow_only(n)]
 
     def system_text(self) -> str:
         """This start's part of the system prompt."""
@@ -216,7 +222,8 @@ class StartPlan:
         """Call the agent's `_instructions` function, as AIChat does for
         `dynamic_instructions: true`; its output replaces `instructions`."""
         assert self.agent is not None
-        spec = _instructions_spec(self.agent, self.workspace.registry.tools.values())
+        spec = _instructions_spec(self.agent,
+                                  self.workspace.registry.tools_for(self.agent.name).values())
         if spec is None:
             self.notices.append(f"agent {self.name}: dynamic_instructions is set but no tool of "
                                 "its tools file was found to run `_instructions` with")
@@ -262,6 +269,12 @@ def prepare(ws: Workspace, *, prompt: str | None = None, agent: str | None = Non
     if prompt and agent:
         raise StartError("give --prompt or --agent, not both")
     if prompt:
+        from tuiapp.mcp import prompt_start
+
+        ref = prompt_start.parse(prompt)
+        if ref is not None:  # a prompt of an MCP server: mcp:SERVER/NAME
+            mcp_run = prompt_start.McpPromptRun(ws, ref[0], ref[1], values)
+            return StartPlan("prompt", prompt, ws, values, prompt=mcp_run)  # type: ignore[arg-type]
         try:
             path = prompt_file.find_prompt(ws.root, prompt)
         except prompt_file.PromptNotFound as e:
@@ -279,5 +292,6 @@ def prepare(ws: Workspace, *, prompt: str | None = None, agent: str | None = Non
             names = ", ".join(v.name for v in a.variables) or "none"
             raise StartError(f"agent {agent} has no variable {', '.join(map(repr, unknown))} "
                              f"(its variables: {names})")
-        return StartPlan("agent", a.name, ws, values, agent=a)
+        notices = [*a.notices, *agent_mod.unknown_mcp_servers(a, ws.config)]
+        return StartPlan("agent", a.name, ws, values, agent=a, notices=notices)
     raise StartError("nothing to start: give --prompt NAME or --agent NAME")

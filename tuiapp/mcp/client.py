@@ -103,6 +103,33 @@ class McpManager:
     async def stop(self) -> None:
         await asyncio.gather(*(s.stop() for s in self._servers.values()), return_exceptions=True)
 
+    def connection(self, name: str) -> ServerConnection | None:
+        return self._servers.get(name)
+
+    def starting(self) -> list[str]:
+        return sorted(n for n, s in self._servers.items() if s.state.status == "starting")
+
+    def startup_limit(self) -> float:
+        """The longest startup_timeout of the servers (what a full wait may take)."""
+        return max((s.cfg.startup_timeout for s in self._servers.values()), default=0.0)
+
+    async def wait_for_prompt(self, text: str, short: float) -> list[str]:
+        """Wait `short` seconds for every server; a server the prompt names (its name, or a
+        tool it listed last time) gets up to its own startup_timeout. Returns the servers
+        still starting after that, whose tools this request goes without."""
+        from tuiapp.mcp import known_tools
+
+        named = [s for s in self._servers.values() if known_tools.named_in(text, s.name)]
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        while True:
+            left = self.starting()
+            waiting = [s for s in named if s.state.status == "starting"
+                       and loop.time() - start < s.cfg.startup_timeout]
+            if not left or (loop.time() - start >= short and not waiting):
+                return left
+            await asyncio.sleep(0.05)
+
     async def wait_settled(self, timeout: float | None = None) -> None:
         """Wait until no server is starting (for `kep call`, `kep run` and tests)."""
         async with asyncio.timeout(timeout):

@@ -16,11 +16,12 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 import anyio
 import mcp.types as types
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
@@ -28,28 +29,14 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from tuiapp import __version__, paths
 from tuiapp.config import Config, McpServerConfig
 from tuiapp.core import secrets
-from tuiapp.mcp.servers import tool_name
+from tuiapp.mcp.servers import expand_headers, tool_name, unset_header_vars
+from tuiapp.mcp.startup import StartRefused, exit_description, http_status, wrapped_command
+from tuiapp.mcp.state import ServerState, ServerStatus
 from tuiapp.tools.model import BrokenTool, ToolSpec
 from tuiapp.tools.schema import schema_error
 
-ServerStatus = Literal["starting", "ready", "failed", "exited", "disabled"]
 Publish = Callable[[list[ToolSpec | BrokenTool]], None]
 MAX_LIST_PAGES = 50  # a server whose tools/list never stops paginating cannot hang kep
-
-
-@dataclass(frozen=True)
-class ServerState:
-    name: str
-    status: ServerStatus
-    tools: int = 0
-    reason: str = ""
-    log_path: str = ""
-
-    def describe(self) -> str:
-        """"ready (3 tools)", "failed (why)", "exited (why)", "starting", "disabled"."""
-        if self.status == "ready":
-            return f"ready ({self.tools} tool{'' if self.tools == 1 else 's'})"
-        return f"{self.status} ({self.reason})" if self.reason else self.status
 
 
 def source_key(server: str) -> str:
@@ -73,6 +60,7 @@ class ServerConnection:
         self.state = ServerState(cfg.name, "starting", log_path=str(self.log))
         self.specs: dict[str, ToolSpec] = {}
         self._current: _Run | None = None
+        self.http_status: int | None = None  # the last error status of a url server
 
     @property
     def name(self) -> str:
@@ -119,17 +107,26 @@ class ServerConnection:
             run.task.cancel()  # still connecting: nothing to close politely
         await asyncio.gather(run.task, return_exceptions=True)
 
-    def stderr_tail(self, lines: int = 5) -> str:
+    def _log_tail(self) -> str:
         try:
             with self.log.open("rb") as f:
                 f.seek(0, os.SEEK_END)
                 f.seek(max(0, f.tell() - 4096))
-                text = f.read().decode(errors="replace")
+                return f.read().decode(errors="replace")
         except OSError:
             return ""
+
+    def stderr_tail(self, lines: int = 5) -> str:
+        text = self._log_tail()
         kept = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("# kep:")]
         # Shown in error lines: a server that prints its token must not put it on screen.
         return secrets.scrub_error("\n".join(kept[-lines:]), secrets.collect(self._config()))
+
+    def exit_reason(self, lines: int = 3) -> str:
+        """"exit status 3: last | stderr | lines" (or the signal), as far as known."""
+        ended = exit_description(self._log_tail())
+        tail = self.stderr_tail(lines).replace("\n", " | ")
+        return ": ".join(p for p in (ended, tail) if p) or "no stderr output"
 
     # ---- the connection task ------------------------------------------------------------
 
@@ -172,6 +169,10 @@ class ServerConnection:
                 self._failed(e)
                 return
             run.client = client
+            from tuiapp.mcp import inventory
+
+            res, prompts = await inventory.fetch(client)
+            self.state = replace(self.state, resources=res, prompts=prompts)
             self.set_state("ready")
             while True:
                 await run.wake.wait()
@@ -185,7 +186,7 @@ class ServerConnection:
                         self.set_state("ready")
             run.client = None
         if run.ended and not run.stopping:
-            reason = self.stderr_tail(1) or "no stderr output"
+            reason = self.exit_reason()
             names = ", ".join(sorted(self.specs)) or "none"
             self._publish([BrokenTool(
                 source_key(self.name), "mcp",
@@ -196,14 +197,26 @@ class ServerConnection:
 
     def _transport(self, log: IO[str]) -> Any:
         if self.cfg.url:
-            return streamable_http_client(self.cfg.url)
+            env = {**os.environ, **self.cfg.env}
+            headers = expand_headers(self.cfg.headers, env)
+            unset = unset_header_vars(self.cfg.headers, env)
+            if unset:  # "Bearer " would go out: say what is missing instead of connecting
+                raise StartRefused(f"its headers use unset variable(s) {', '.join(unset)}: "
+                                   "set them, or give them in the server's env")
+            self.http_status = None
+            if self.cfg.transport == "sse":  # the legacy HTTP+SSE transport
+                return sse_client(self.cfg.url, headers=headers or None,
+                                  timeout=self.cfg.startup_timeout,
+                                  httpx_client_factory=self._http_client)
+            return streamable_http_client(self.cfg.url,
+                                          http_client=self._http_client(headers or None))
         assert self.cfg.command
+        # The environment every kep tool gets (no keys), plus the server's own `env`, whose
+        # ${VAR} come from kep's environment: the way to pass a key on purpose.
+        env = {**secrets.child_env(self._config()), **self._given_env()}
+        command, args = wrapped_command(self.cfg.command, list(self.cfg.args), env.get("PATH"))
         params = StdioServerParameters(
-            command=self.cfg.command, args=list(self.cfg.args),
-            # The environment every kep tool gets (no keys), plus the server's own `env`, whose
-            # ${VAR} come from kep's environment: the way to pass a key on purpose.
-            env={**secrets.child_env(self._config()), **self._given_env()},
-            cwd=self._config().project_root,
+            command=command, args=args, env=env, cwd=self._config().project_root,
         )
         return stdio_client(params, errlog=log)
 
@@ -211,6 +224,21 @@ class ServerConnection:
         given = secrets.expand_vars(self.cfg.env)
         secrets.note_passed(given)  # a server that echoes its token gets it redacted
         return given
+
+    def _http_client(self, headers: dict[str, str] | None = None, timeout: Any = None,
+                     auth: Any = None) -> Any:
+        """The SDK's HTTP client, noting an error status: the SDK reports a refused start as
+        a bare "error response", and the status says why (401: credentials)."""
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        client = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
+
+        async def note(response: Any) -> None:
+            if response.status_code >= 400:
+                self.http_status = response.status_code
+
+        client.event_hooks["response"].append(note)
+        return client
 
     def _describe(self) -> str:
         return self.cfg.url or " ".join([self.cfg.command or "", *self.cfg.args])
@@ -227,11 +255,16 @@ class ServerConnection:
         specs: dict[str, ToolSpec] = {}
         items: list[ToolSpec | BrokenTool] = []
         for tool in tools:
-            name = tool_name(self.name, tool.name, self._config().mcp_prefix)
+            prefix = self.cfg.prefix if self.cfg.prefix is not None else self._config().mcp_prefix
+            name = tool_name(self.name, tool.name, prefix)
             where = f"{source_key(self.name)}/{tool.name}"
             problem = schema_error(tool.input_schema)
             if problem is None and name in specs:
                 problem = f"its name {name!r} clashes with another tool of this server"
+            execution = getattr(tool, "execution", None)
+            if problem is None and getattr(execution, "task_support", None) == "required":
+                problem = ("it must be run as an MCP task (execution.taskSupport = required), "
+                           "which kep does not support yet")
             if problem:
                 items.append(BrokenTool(where, "mcp", f"{tool.name}: {problem}"))
                 continue
@@ -242,6 +275,9 @@ class ServerConnection:
             )
         self.specs = specs
         self._publish([*specs.values(), *items])
+        from tuiapp.mcp import known_tools
+
+        known_tools.remember(self.name, [*specs, *(t.name for t in tools)])
 
     def _failed(self, error: BaseException) -> None:
         reason = self._reason(error)
@@ -252,11 +288,30 @@ class ServerConnection:
 
     def _reason(self, error: BaseException) -> str:
         error = _leaf(error)
-        tail = self.stderr_tail(1)
+        if isinstance(error, StartRefused):
+            return str(error)
+        tail = self.stderr_tail(3).replace("\n", " | ")
+        status = self.http_status or http_status(error)
+        if status == 401:
+            why = "unauthorized (HTTP 401)"
+            if self.cfg.headers:
+                unset = unset_header_vars(self.cfg.headers, {**os.environ, **self.cfg.env})
+                why += (f": headers use unset variable(s) {', '.join(unset)}" if unset
+                        else ": check the credentials in its headers")
+            else:
+                why += ": the server wants credentials (give them with headers)"
+            return why
+        if status is not None:
+            return f"HTTP {status} from {self.cfg.url}"
         if isinstance(error, MCPError) and error.code == REQUEST_TIMEOUT:
-            return f"no answer within {self.cfg.startup_timeout:g}s (startup_timeout)"
+            why = f"no answer within {self.cfg.startup_timeout:g}s (startup_timeout)"
+            return f"{why}; its stderr: {tail}" if tail else why
         if isinstance(error, MCPError) and error.code == CONNECTION_CLOSED:
-            return f"exited during start-up: {tail or 'see ' + str(self.log)}"
+            ended = exit_description(self._log_tail())
+            how = "" if not ended else (
+                f", {ended}" if ended.startswith("killed") else f" with {ended}")
+            return (f"exited during start-up{how}: "
+                    f"{tail or 'no stderr output (log: ' + str(self.log) + ')'}")
         if isinstance(error, FileNotFoundError):
             return f"command not found: {self.cfg.command}"
         return one_line(error)

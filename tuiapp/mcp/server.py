@@ -58,8 +58,12 @@ class KepMcpServer:
         *,
         allow_ask: bool = False,
         env: Mapping[str, str] | None = None,
+        before_first_list: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._tools, self._execute, self._approval = tools, execute, approval
+        # The first tools/list waits for this (kep's own MCP servers starting, bounded), so a
+        # client that lists once sees the aggregated tools, not just the files'.
+        self._before_first_list = before_first_list
         self.allow_ask = allow_ask
         self._env = env or {}
         self._bus = InMemorySubscriptionBus()  # 2026-era clients hear of changes via listen
@@ -98,6 +102,12 @@ class KepMcpServer:
 
     async def _list_tools(self, ctx: ServerRequestContext[Any],
                           params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        wait, self._before_first_list = self._before_first_list, None
+        if wait is not None:
+            try:
+                await wait()
+            except Exception:  # a timeout or a failed server: list what there is
+                pass
         return types.ListToolsResult(tools=[
             types.Tool(name=spec.name, description=spec.description,
                        input_schema=_object_schema(spec.parameters))

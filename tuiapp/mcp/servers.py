@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tuiapp.config import Config, McpServerConfig
 
 MCP_JSON = "mcp.json"
+# "type" as MCP clients write it: stdio, streamable HTTP ("http"; VS Code says "streamable-http")
+# and the legacy HTTP+SSE transport.
+TRANSPORTS = ("stdio", "http", "streamable-http", "streamableHttp", "sse")
 _NOT_NAME_CHAR = re.compile(r"[^a-z0-9_]")
 
 
@@ -64,14 +68,59 @@ def _server_from_json(path: Path, name: str, entry: Any) -> McpServerConfig:
     env = entry.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise McpJsonError(f"{where}.env: expected an object of strings")
+    headers = entry.get("headers", {})
+    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+        raise McpJsonError(f"{where}.headers: expected an object of strings")
+    prefix = entry.get("prefix")  # llm-functions' bridge: "prefix": false keeps the bare name
+    if not isinstance(prefix, bool | None):
+        raise McpJsonError(f"{where}.prefix: expected true or false")
+    transport = entry.get("type") or entry.get("transport")
+    if transport is not None and transport not in TRANSPORTS:
+        raise McpJsonError(f"{where}.type: expected one of {', '.join(TRANSPORTS)}")
     # Claude Desktop and Cline write "disabled": true; kep.toml says enabled = false.
     enabled = entry.get("enabled", not entry.get("disabled", False))
     return McpServerConfig(name=name, command=command, args=tuple(str(a) for a in args),
-                           env=dict(env), url=url, enabled=bool(enabled))
+                           env=dict(env), url=url, enabled=bool(enabled), prefix=prefix,
+                           headers=dict(headers), transport=transport)
 
 
 def configured_servers(config: Config) -> dict[str, McpServerConfig]:
-    """mcp.json's servers overlaid with kep.toml's. Raises McpJsonError for a bad mcp.json."""
-    servers = read_mcp_json(config.project_root / MCP_JSON)
+    """mcp.json's servers overlaid with kep.toml's. Raises McpJsonError for a bad mcp.json.
+
+    A Loki functions dir (the project's `functions/`, or a configured loki source) brings its
+    own `functions/mcp.json`, as Loki reads it; the project's mcp.json and kep.toml win."""
+    servers: dict[str, McpServerConfig] = {}
+    for path in reversed(_loki_mcp_files(config)):
+        servers.update(read_mcp_json(path))
+    servers.update(read_mcp_json(config.project_root / MCP_JSON))
     servers.update(config.mcp_servers)
     return servers
+
+
+def _loki_mcp_files(config: Config) -> list[Path]:
+    from tuiapp.tools.formats.loki import functions_dir
+
+    out = [config.project_root / "functions" / MCP_JSON]
+    for src in config.tools.sources:
+        if src.format == "loki":
+            p = Path(src.path).expanduser()
+            out.append(functions_dir(p if p.is_absolute() else config.project_root / p) / MCP_JSON)
+    return [p for p in dict.fromkeys(out) if p.is_file()]
+
+
+def expand_headers(headers: dict[str, str], env: Mapping[str, str]) -> dict[str, str]:
+    """`${VAR}` (and `${VAR:-default}`) in header values, from the environment. An unset
+    variable becomes empty, as in a shell; the caller names it."""
+    def one(m: re.Match[str]) -> str:
+        value = env.get(m.group(1))
+        return value if value else (m.group(3) or "")
+
+    return {k: _VAR.sub(one, v) for k, v in headers.items()}
+
+
+def unset_header_vars(headers: dict[str, str], env: Mapping[str, str]) -> list[str]:
+    return sorted({m.group(1) for v in headers.values() for m in _VAR.finditer(v)
+                   if not env.get(m.group(1)) and m.group(2) is None})
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}")

@@ -101,6 +101,9 @@ class Registry:
         self._files: dict[tuple[str, str], _File] = {}  # (format, path) → state
         self._external: dict[str, list[Entry]] = {}
         self._tools: dict[str, ToolSpec] = {}
+        # Agents' own tools by (agent, name): two agents may each have a `read_file`, and
+        # only the active agent's is offered (tools_for), so that is no clash.
+        self._agent_tools: dict[tuple[str, str], ToolSpec] = {}
         self._broken: list[BrokenTool] = []
         self._disk: dict[tuple[str, str], dict[str, list[Any]]] = {}  # what each cache file holds
         self._lock: asyncio.Lock | None = None
@@ -115,9 +118,19 @@ class Registry:
     def broken(self) -> list[BrokenTool]:
         return list(self._broken)
 
+    def tools_for(self, agent: str | None) -> dict[str, ToolSpec]:
+        """The tools a session sees: every tool that belongs to no agent, plus the active
+        agent's own (which win over a shared tool of the same name)."""
+        out = {n: s for n, s in self._tools.items() if not s.run.get("agent")}
+        if agent:
+            out.update({n: s for (a, n), s in self._agent_tools.items() if a == agent})
+        return out
+
     def entries(self) -> list[Entry]:
         """Everything, for display: ok tools by name, then broken entries by source."""
-        ok: list[Entry] = sorted(self._tools.values(), key=lambda t: t.name)
+        shown = {id(t) for t in self._tools.values()}
+        others = [t for t in self._agent_tools.values() if id(t) not in shown]
+        ok: list[Entry] = sorted([*self._tools.values(), *others], key=lambda t: t.name)
         bad: list[Entry] = sorted(self._broken, key=lambda b: (b.source, b.error))
         return ok + bad
 
@@ -279,11 +292,23 @@ class Registry:
 
     def _resolve(self) -> None:
         tools: dict[str, ToolSpec] = {}
+        agent_tools: dict[tuple[str, str], ToolSpec] = {}
         from_builtin: dict[str, bool] = {}
         broken: list[BrokenTool] = []
 
         def offer(spec: ToolSpec, builtin: bool) -> None:
+            agent = spec.run.get("agent")
+            if agent:
+                key = (str(agent), spec.name)
+                if key in agent_tools:
+                    broken.append(BrokenTool(spec.source, spec.format,
+                                             f"duplicate of {spec.name} from "
+                                             f"{agent_tools[key].source}"))
+                    return
+                agent_tools[key] = spec
             winner = tools.get(spec.name)
+            if winner is not None and agent and winner.run.get("agent") not in (None, agent):
+                return  # another agent's tool of that name: each agent sees its own
             if winner is None:
                 tools[spec.name] = spec
                 from_builtin[spec.name] = builtin
@@ -314,6 +339,7 @@ class Registry:
             if f.order[0]:
                 take_file(f)
         self._tools = tools
+        self._agent_tools = agent_tools
         self._broken = broken
 
     def _snapshot(self) -> tuple[dict[str, ToolSpec], set[str]]:

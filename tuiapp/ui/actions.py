@@ -318,8 +318,7 @@ class SessionActions(App[int]):
         if self.ws.mcp is None:
             return
         self.functions.update_servers({
-            name: (s.status,
-                   f"{s.tools} tool{'s' * (s.tools != 1)}" if s.status == "ready" else s.reason)
+            name: (s.status, s.summary() if s.status == "ready" else s.reason)
             for name, s in self.ws.mcp.states().items()})
         if state.status == "failed":
             self.notify(f"MCP server {state.name} failed: {state.reason}", title="MCP",

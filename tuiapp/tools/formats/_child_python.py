@@ -115,57 +115,24 @@ def call(file: str, func: str) -> int:
 
 # ---- schemas from live signatures (extensions) --------------------------------------------
 
-_SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
+def _load_schema_module() -> typing.Any:
+    import importlib.util
 
-
-def type_schema(tp: typing.Any) -> dict:
-    if tp is inspect.Parameter.empty or tp is typing.Any or isinstance(tp, str):
-        return {"type": "string"}
-    if tp in _SCALARS:
-        return {"type": _SCALARS[tp]}
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin is typing.Union or type(tp).__name__ == "UnionType":
-        rest = [a for a in args if a is not type(None)]
-        return type_schema(rest[0]) if len(rest) == 1 else {"anyOf": [type_schema(a) for a in rest]}
-    if origin is typing.Literal:
-        if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-            return {"type": "integer", "enum": list(args)}
-        return {"type": "string", "enum": [str(a) for a in args]}
-    if origin is getattr(typing, "Annotated", None):
-        return type_schema(args[0])
-    if tp in (list, tuple, set) or origin in (list, tuple, set):
-        return {"type": "array", "items": type_schema(args[0]) if args else {"type": "string"}}
-    if tp is dict or origin is dict:
-        return {"type": "object"}
-    if hasattr(tp, "model_json_schema"):  # a pydantic model parameter
-        return tp.model_json_schema()
-    return {"type": "string"}
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_child_schema.py")
+    spec = importlib.util.spec_from_file_location("_kep_child_schema", here)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def signature_schema(fn: typing.Any) -> dict:
-    sig = inspect.signature(fn)
-    try:
-        hints = typing.get_type_hints(fn, include_extras=True)
-    except Exception:
-        hints = {}  # unresolvable string annotations: fall back to what the signature says
-    props: dict = {}
-    required = []
-    for p in sig.parameters.values():
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            continue
-        props[p.name] = type_schema(hints.get(p.name, p.annotation))
-        if p.default is p.empty:
-            required.append(p.name)
-    out: dict = {"type": "object", "properties": props}
-    if required:
-        out["required"] = required
-    return out
+    return _load_schema_module().signature_schema(fn)
 
 
 def doc_parts(fn: typing.Any) -> tuple[str, str, str]:
     """(full docstring, summary = line 1, example = first non-empty line after it)."""
-    doc = inspect.getdoc(fn) or ""
+    doc = (inspect.getdoc(fn) or "").strip()  # as luna describes a tool
     lines = doc.splitlines()
     summary = lines[0].strip() if lines else ""
     example = next((line.strip() for line in lines[1:] if line.strip()), "")
@@ -218,7 +185,8 @@ def ext_describe(file: str) -> int:
 
 
 def coerce_models(fn: typing.Any, args: dict) -> dict:
-    """A dict argument for a pydantic-model parameter becomes that model."""
+    """Arguments for parameters whose hint holds a pydantic model (`Model`, `list[Model]`,
+    `Model | None` …) are validated into those models, as the pack's host does."""
     try:
         hints = typing.get_type_hints(fn)
     except Exception:
@@ -226,12 +194,16 @@ def coerce_models(fn: typing.Any, args: dict) -> dict:
     out = dict(args)
     for name, value in args.items():
         tp = hints.get(name)
-        options = typing.get_args(tp) if typing.get_origin(tp) is typing.Union or \
-            type(tp).__name__ == "UnionType" else (tp,)
-        model = next((t for t in options if hasattr(t, "model_validate")), None)
-        if isinstance(value, dict) and model is not None:
-            out[name] = model.model_validate(value)
+        if tp is None or not _has_model(tp):
+            continue
+        import pydantic
+
+        out[name] = pydantic.TypeAdapter(tp).validate_python(value)
     return out
+
+
+def _has_model(tp: typing.Any) -> bool:
+    return hasattr(tp, "model_validate") or any(_has_model(a) for a in typing.get_args(tp))
 
 
 def ext_call(file: str, func: str) -> int:
@@ -255,17 +227,61 @@ def is_aitool_class(obj: typing.Any, module: typing.Any) -> bool:
             and all(hasattr(obj, a) for a in AITOOL_ATTRS) and callable(obj.execute))
 
 
+def ait_host() -> dict:
+    """The source's set-up hook and constructor arguments (KEP_AITOOL_HOST); the hook runs
+    here, once, before any class is built."""
+    try:
+        host = json.loads(os.environ.get("KEP_AITOOL_HOST") or "{}")
+    except ValueError:
+        host = {}
+    setup = host.get("setup")
+    if setup:
+        import importlib
+
+        if host.get("root") and host["root"] not in sys.path:
+            sys.path.insert(0, host["root"])
+        module_name, _, func = setup.partition(":")
+        try:
+            target: typing.Any = importlib.import_module(module_name)
+            for part in func.split("."):
+                target = getattr(target, part)
+            target(**(host.get("setup_args") or {}))
+        except Exception as e:
+            raise Unusable(f"setup {setup} failed: {type(e).__name__}: {e}") from None
+    return host
+
+
 def ait_instances(file: str) -> list:
+    host = ait_host()
     module = import_or_unusable(file, package_aware=True)
+    init = host.get("init") or {}
     out = []
     for cls_name, cls in sorted(vars(module).items()):
         if not is_aitool_class(cls, module):
             continue
+        kwargs = init.get(cls_name) or {}
         try:
-            out.append((cls_name, cls()))
+            out.append((cls_name, cls(**kwargs)))
         except Exception as e:
-            raise Unusable(f"{cls_name}() failed: {type(e).__name__}: {e}") from None
+            raise Unusable(_build_error(cls_name, cls, kwargs, e, host)) from None
     return out
+
+
+def _build_error(cls_name: str, cls: typing.Any, kwargs: dict, e: Exception, host: dict) -> str:
+    """Why a class could not be built, and the setting that would give it what it needs."""
+    try:
+        params = inspect.signature(cls).parameters.values()
+        missing = [p.name for p in params if p.default is p.empty and p.name not in kwargs
+                   and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    except (TypeError, ValueError):
+        missing = []
+    if missing and isinstance(e, TypeError):
+        example = ", ".join(f"{m} = …" for m in missing)
+        return (f"{cls_name}() needs constructor argument(s) {', '.join(missing)}: give them "
+                f"in its [[tools.sources]] entry as init.{cls_name} = {{ {example} }}")
+    hint = ("" if host.get("setup") else "; if the host application prepares something first "
+            "(a singleton, a config), name it in [[tools.sources]] as setup = \"module:function\"")
+    return f"{cls_name}() failed: {type(e).__name__}: {e}{hint}"
 
 
 def ait_definition(tool: typing.Any) -> dict:

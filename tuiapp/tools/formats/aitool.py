@@ -5,6 +5,10 @@ or a dotted module name resolved under the project root. Classes are duck-typed 
 `description`, `parameters_schema`, `execute`), found and instantiated in a child; calls run
 there too: arguments validated with jsonschema, `execute` sync or async, as `execute(**args)`
 or `execute(arguments=args)`, and an `{"error": …}` result is a tool error (non-zero exit).
+
+A host application often prepares things its tools rely on (a singleton, a config) before it
+builds them: a source's `setup = "module:function"` (called with `setup_args`) runs in the
+tool's process first, and `init.ClassName = {…}` gives a class its constructor arguments.
 """
 
 from __future__ import annotations
@@ -59,11 +63,12 @@ class AIToolFormat(ToolFormat):
         return out
 
     def cache_salt(self, path: Path, ctx: FormatContext) -> str:
-        return " ".join(runtimes.python_argv(ctx))
+        return " ".join(runtimes.python_argv(ctx)) + "|" + json.dumps(host(path, ctx))
 
     async def declare(self, path: Path, ctx: FormatContext) -> list[ToolSpec]:
         specs = []
-        for tool in await child_listing.describe("ait-describe", path, ctx):
+        env = host_env(host(path, ctx))
+        for tool in await child_listing.describe("ait-describe", path, ctx, env):
             name, cls = tool.get("name"), tool["class"]
             if not isinstance(name, str) or not name:
                 raise ToolLoadError(f"{cls}.name must be a non-empty string")
@@ -71,7 +76,7 @@ class AIToolFormat(ToolFormat):
             problem = schema_error(params)
             if problem:
                 raise ToolLoadError(f"{cls}.parameters_schema: {problem}")
-            run = {"file": str(path.absolute()), "class": cls,
+            run = {"file": str(path.absolute()), "class": cls, "host": host(path, ctx),
                    "system_prompt": tool.get("instructions", ""),
                    "category": tool.get("category"), "tags": tool.get("tags", [])}
             specs.append(ToolSpec(name, str(tool.get("description") or ""), params, self.name,
@@ -82,4 +87,22 @@ class AIToolFormat(ToolFormat):
                    ctx: FormatContext) -> Invocation:
         argv = [*runtimes.python_argv(ctx), str(runtimes.CHILD_PYTHON), "ait-call",
                 spec.run["file"], spec.run["class"]]
-        return Invocation(argv, stdin=json.dumps(arguments).encode(), env=runtimes.python_env())
+        env = {**runtimes.python_env(), **host_env(spec.run.get("host") or {})}
+        return Invocation(argv, stdin=json.dumps(arguments).encode(), env=env)
+
+
+def host(path: Path, ctx: FormatContext) -> dict[str, Any]:
+    """What the source holding `path` asks of the host: its set-up hook and constructor
+    arguments ({} when none). The first source whose path contains the file decides."""
+    for src in ctx.config.tools.sources:
+        if src.format != "aitool" or not (src.setup or src.init):
+            continue
+        root = resolve_source(src.path, ctx.project_root)
+        if root is not None and (path == root or root in path.parents):
+            return {"setup": src.setup, "setup_args": src.setup_args, "init": src.init,
+                    "root": str(ctx.project_root)}
+    return {}
+
+
+def host_env(data: dict[str, Any]) -> dict[str, str]:
+    return {"KEP_AITOOL_HOST": json.dumps(data, default=str)} if data else {}

@@ -17,7 +17,10 @@ from typing import Any
 from tuiapp.tools.formats.base import ToolLoadError
 
 _TAG = re.compile(r"^\s*#\s*@([A-Za-z][\w-]*)\s?(.*)$")
-_COMMENT = re.compile(r"^\s*#(?!!)\s?(.*)$")
+# A plain comment line that continues the text of the tag above it, as argc reads one: any run
+# of `#`, at most one space or tab, then anything but an `@` tag. An empty `#` keeps the block
+# going (it adds an empty line).
+_CONTINUATION = re.compile(r"^#+(?:[ \t]*$|[ \t]?(?![ \t]*@)(.*)$)")
 _FUNC = re.compile(r"^\s*(?:function\s+([\w:.-]+)\s*(?:\(\s*\))?|([\w:.-]+)\s*\(\s*\))\s*\{?")
 # [-s] [--|-|+]name [modifier][param-value] [<NOTATION>...] description
 _PARAM = re.compile(
@@ -135,14 +138,10 @@ def parse(text: str) -> Script:
                 if name == "require-tools":
                     script.require_tools += [t for t in re.split(r"[,\s]+", value.strip()) if t]
             continue  # @arg, @alias, @version, @author …: not part of the schema
-        c = _COMMENT.match(line)
-        if c and not line.lstrip().startswith("#!"):
-            text_part = c.group(1).rstrip()
-            if last is not None and text_part:
-                before = last.description
-                last.description = f"{before}\n{text_part}" if before else text_part
-            else:
-                last = None
+        c = _CONTINUATION.match(line) if last is not None else None
+        if c:
+            before = last.description  # type: ignore[union-attr]
+            last.description = f"{before}\n{c.group(1) or ''}"  # type: ignore[union-attr]
             continue
         last = None
         f = _FUNC.match(line)
@@ -150,6 +149,10 @@ def parse(text: str) -> Script:
             pending.function = f.group(1) or f.group(2)
             script.commands.append(pending)
             pending, target = None, root
+    for cmd in (root, *script.commands):  # argc trims each block as a whole
+        cmd.description = cmd.description.strip()
+        for param in cmd.params:
+            param.description = param.description.strip()
     return script
 
 
@@ -265,11 +268,15 @@ def bash_program(run: dict[str, Any], arguments: dict[str, Any], is_root: bool) 
 def check_requirements(
     script: Script, is_set: Callable[[str], bool], has_program: Callable[[str], bool]
 ) -> None:
-    """`@env X!` unset or `@meta require-tools` naming an absent program → ToolLoadError."""
+    """`@env X!` unset or `@meta require-tools` naming an absent program → ToolLoadError.
+
+    Both depend on the machine, not the file: the error is transient (never cached), so the
+    next discovery checks again (a getenv and a `which`)."""
     missing_env = [v for v in script.required_env if not is_set(v) and v not in script.env_defaults]
     if missing_env:
         raise ToolLoadError(f"needs environment variable {', '.join(missing_env)} (@env …!); "
-                            "set it or put it in the tools' .env")
+                            "set it or put it in the tools' .env", transient=True)
     missing = [t for t in script.require_tools if not has_program(t)]
     if missing:
-        raise ToolLoadError(f"needs {', '.join(missing)} on PATH (@meta require-tools)")
+        raise ToolLoadError(f"needs {', '.join(missing)} on PATH (@meta require-tools)",
+                            transient=True)

@@ -12,12 +12,14 @@ from tuiapp.tools.formats import runtimes
 from tuiapp.tools.formats.base import FormatContext, ToolLoadError
 
 
-async def describe(mode: str, path: Path, ctx: FormatContext) -> Any:
+async def describe(mode: str, path: Path, ctx: FormatContext,
+                   extra_env: dict[str, str] | None = None) -> Any:
     timeout = ctx.config.tools.list_timeout
     argv = [*runtimes.python_argv(ctx), str(runtimes.CHILD_PYTHON), mode, str(path.absolute())]
     try:
         res = await ctx.lister(argv, timeout=timeout, cwd=ctx.project_root,
-                               env={**runtimes.environ(ctx), **runtimes.python_env()})
+                               env={**runtimes.environ(ctx), **runtimes.python_env(),
+                                    **(extra_env or {})})
     except OSError as e:
         raise ToolLoadError(f"cannot start {argv[0]}: {e.strerror or e}", transient=True) from None
     if res.timed_out:

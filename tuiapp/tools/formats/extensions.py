@@ -79,11 +79,12 @@ def light_schema(specs: Iterable[ToolSpec]) -> str:
         if spec.format == "extension":
             packs.setdefault(spec.source, []).append(spec)
     sections = []
-    for source in sorted(packs):  # discovery order: packs by path, tools in TOOLS order
+    for source in walk_order(packs):  # luna's discovery order; tools in TOOLS order
         tools = sorted(packs[source], key=lambda t: t.run.get("index", 0))
         run = tools[0].run
         first = next((ln.strip() for ln in run["system_prompt"].splitlines() if ln.strip()), "")
-        lines = [f"{run['pack']} — {first}" if first else run["pack"]]
+        name = run["pack"].strip()  # luna strips NAME
+        lines = [f"{name} — {first}" if first else name]
         for t in tools:
             line = f"- {t.name}: {t.run['summary']}"
             if t.run["example"]:
@@ -91,3 +92,34 @@ def light_schema(specs: Iterable[ToolSpec]) -> str:
             lines.append(line)
         sections.append("\n".join(lines))
     return "\n\n".join(sections)
+
+
+def walk_order(files: Iterable[str]) -> list[str]:
+    """`files` in the order an unsorted top-down os.walk meets them, as luna discovers packs:
+    in each directory its files first, then its subdirectories, both in listing order."""
+    listings: dict[str, list[str]] = {}
+
+    def position(parent: str, name: str) -> int:
+        if parent not in listings:
+            try:
+                listings[parent] = os.listdir(parent)
+            except OSError:
+                listings[parent] = []
+        names = listings[parent]
+        return names.index(name) if name in names else len(names)
+
+    paths = list(files)
+    if not paths:
+        return []
+    top = os.path.commonpath([os.path.dirname(p) for p in paths])
+
+    def key(path: str) -> list[tuple[int, int, str]]:
+        parts = os.path.relpath(path, top).split(os.sep)
+        out, parent = [], top
+        for i, part in enumerate(parts):
+            is_file = i == len(parts) - 1
+            out.append((0 if is_file else 1, position(parent, part), part))
+            parent = os.path.join(parent, part)
+        return out
+
+    return sorted(paths, key=key)

@@ -87,7 +87,9 @@ class KepromptFormat(ToolFormat):
                 env=ctx.env or None,
             )
         except OSError as e:
-            known = e.errno in (errno.ENOEXEC, errno.ENOENT, errno.EACCES)
+            # A missing #! interpreter depends on the machine: checked again next time.
+            known = e.errno in (errno.ENOEXEC, errno.EACCES) or (
+                e.errno == errno.ENOENT and read_shebang(path) is None)
             raise ToolLoadError(spawn_error(path, e), transient=not known) from None
         if res.timed_out:
             raise ToolLoadError(

@@ -24,6 +24,7 @@ from tuiapp.tools.model import Invocation, ToolSpec
 from tuiapp.tools.schema import schema_error
 
 SOURCE_SUFFIXES = (".sh", ".py", ".js")
+AGENT_SOURCE_ORDER = (".sh", ".js", ".py")  # LANG_CMDS in llm-functions' Argcfile
 
 
 def llm_root(path: Path) -> Path:
@@ -70,10 +71,11 @@ class LlmFunctionsFormat(ToolFormat):
             out = []
             # An llm-functions agent has an index.yaml; other agents/ dirs are not ours.
             for agent in sorted(p for p in root.iterdir() if (p / "index.yaml").is_file()):
-                sources = [agent / f"tools{s}" for s in SOURCE_SUFFIXES
+                # llm-functions' build takes the first of tools.sh, tools.js, tools.py
+                sources = [agent / f"tools{s}" for s in AGENT_SOURCE_ORDER
                            if (agent / f"tools{s}").is_file()]
                 built = agent / "functions.json"
-                out += sources or ([built] if built.is_file() else [])
+                out += sources[:1] or ([built] if built.is_file() else [])
             return out
         try:
             names = sorted(os.listdir(root))
@@ -84,7 +86,10 @@ class LlmFunctionsFormat(ToolFormat):
 
     def cache_salt(self, path: Path, ctx: FormatContext) -> str:
         root = llm_root(path)
-        salt = runtimes.env_salt(ctx, [root / ".env"])
+        files = [root / ".env"]
+        if path.parent.parent.name == "agents":  # its variables satisfy `@env …!`
+            files.append(path.parent / "index.yaml")
+        salt = runtimes.env_salt(ctx, files)
         if path.name == "functions.json":  # which entries have a source, and the bin/ links
             salt += "|" + ",".join(sorted(_source_names(root)))
             salt += "|" + ",".join(sorted(_listing(root / "bin")))
@@ -124,8 +129,11 @@ class LlmFunctionsFormat(ToolFormat):
             return []  # a helper script, not a tool
         dotenv = runtimes.dotenv_values(root / ".env")
         env = runtimes.environ(ctx)
+        # An agent's own variables are given when the agent starts (--set, the form, a
+        # default): they satisfy its tools' `@env LLM_AGENT_VAR_<NAME>!`.
+        given = agent_var_env_names(root / "agents" / agent / "index.yaml") if agent else set()
         argc_tags.check_requirements(
-            script, lambda v: bool(env.get(v) or dotenv.get(v)),
+            script, lambda v: bool(v in given or env.get(v) or dotenv.get(v)),
             lambda prog: runtimes.which(prog, ctx) is not None)
         base = {"kind": "bash", "file": str(path), "root": str(root)}
         if agent is None:
@@ -165,7 +173,8 @@ class LlmFunctionsFormat(ToolFormat):
                                                    r"|^\s*(module\.)?exports\.run\s*=", text, re.M):
             raise ToolLoadError("`run` has no JSDoc comment (/** … @property … */) above it")
         if fns and runtimes.which("node", ctx) is None:
-            raise ToolLoadError("JavaScript tools need Node.js: node is not on PATH")
+            raise ToolLoadError("JavaScript tools need Node.js: node is not on PATH",
+                                transient=True)
         run = {"kind": "js", "file": str(path), "root": str(root)}
         if agent is None:
             return [self._spec(path.stem, f.description, f.parameters, path,
@@ -258,6 +267,12 @@ def _agent_env(root: Path, agent: str, func: str, ctx: FormatContext) -> dict[st
         if key not in have and var.get("default") is not None:
             env[key] = str(var["default"])
     return env
+
+
+def agent_var_env_names(index: Path) -> set[str]:
+    """LLM_AGENT_VAR_<NAME> of every variable an agent file declares."""
+    return {"LLM_AGENT_VAR_" + "".join(c if c.isalnum() else "_" for c in v["name"]).upper()
+            for v in _agent_variables(index)}
 
 
 def _agent_variables(index: Path) -> list[dict[str, Any]]:

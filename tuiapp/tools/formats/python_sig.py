@@ -30,6 +30,8 @@ class Rules:
     reject_variadic: bool = False
     # Loki requires a docstring: without one the model gets no description.
     require_docstring: bool = False
+    # Loki describes a tool with its whole docstring, Args: included, as written (trimmed).
+    whole_docstring: bool = False
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,8 @@ def _function(node: ast.FunctionDef | ast.AsyncFunctionDef, rules: Rules) -> PyF
     if rules.require_docstring and not doc.strip():
         raise ToolLoadError(f"{where}: no docstring; the description and Args: come from it")
     description, arg_docs = parse_docstring(doc)
+    if rules.whole_docstring:
+        description = (ast.get_docstring(node, clean=False) or "").strip()
 
     positional = [*a.posonlyargs, *a.args]
     defaults: dict[str, ast.expr | None] = {}
