@@ -74,8 +74,8 @@ class Rule(FrozenRecord):
     origin: str = ""  # "file.toml rule 3", for messages
 
     def describe(self) -> str:
-        a = f", args ~ /{self.args}/" if self.args else ""
-        return f"{self.origin}: tool ~ /{self.tool}/{a} → {self.action}"
+        a = f", arguments match {self.args}" if self.args else ""
+        return f"{self.origin} (tool matches {self.tool}{a})"
 
 
 @dataclass(frozen=True, eq=False, repr=False)

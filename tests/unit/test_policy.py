@@ -67,7 +67,7 @@ def test_rules_in_order_first_match_wins_but_deny_wins_whatever_its_place() -> N
 def test_tool_regex_is_a_full_match_and_rules_beat_shipped_defaults() -> None:
     a = approval({"tool": "read", "action": "deny"}, {"tool": "readfile", "action": "ask"})
     v = decide(ToolCall("1", "readfile", {}), a, spec=builtin("readfile"))
-    assert v.action == "ask" and v.rule == "kep.toml rule 2: tool ~ /readfile/ → ask"
+    assert v.action == "ask" and v.rule == "kep.toml rule 2 (tool matches readfile)"
 
 
 def test_args_regex_searches_the_canonical_json() -> None:
@@ -89,7 +89,7 @@ def test_default_applies_when_nothing_matches() -> None:
     assert verdict(approval(default="deny"), "execcmd") == "deny"
     assert verdict(approval(default="allow"), "execcmd") == "allow"
     v = decide(ToolCall("1", "x", {}), approval(default="deny"), spec=None)
-    assert v.rule == "[approval] default = deny"
+    assert v.rule == "no rule matched ([approval] default = deny)"
 
 
 def test_env_skip_and_need_confirm_need_wins() -> None:

@@ -27,7 +27,7 @@ from tuiapp.tools.model import ToolSpec
 READ_ONLY_BUILTINS: dict[str, frozenset[str]] = {
     "files": frozenset({"readfile", "listdir", "grep"}),
 }
-BUILTIN_DEFAULT = "kep's default for its own read-only built-ins"
+BUILTIN_DEFAULT = "kep's read-only built-ins"
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,9 @@ def decide(
         return Verdict("allow", f"LLM_MCP_SKIP_CONFIRM={skip}")
     if spec is not None and is_read_only_builtin(spec):
         return Verdict("allow", BUILTIN_DEFAULT)
-    return Verdict(approval.default, f"[approval] default = {approval.default}")
+    # What the user sees on the call: "asked: no rule matched".
+    why = "" if approval.default == "ask" else f" ([approval] default = {approval.default})"
+    return Verdict(approval.default, f"no rule matched{why}")
 
 
 def decide_direct(

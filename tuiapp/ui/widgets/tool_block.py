@@ -91,7 +91,7 @@ class ToolCallBlock(Vertical):
     # ---- lifecycle, in event order ------------------------------------------------------
 
     def asking(self, rule: str) -> None:
-        self._detail = f"asking because {rule}"
+        self._detail = f"asked: {rule}"
         self.status = "asking"
         self._refresh_text()
 
@@ -103,7 +103,7 @@ class ToolCallBlock(Vertical):
             else:
                 self._detail = "denied by you" + (f": {event.reason}" if event.reason else "")
         else:
-            self._detail = f"{'allowed' if event.decision == 'allow' else 'denied'} by {event.rule}"
+            self._detail = f"{'allowed' if event.decision == 'allow' else 'denied'}: {event.rule}"
         self._edited = event.edited_arguments
         self._refresh_text()
 
