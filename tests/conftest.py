@@ -1,15 +1,23 @@
-"""Shared fixtures: every test gets its own config/data/cache dirs and no API keys."""
+"""Shared fixtures: every test gets its own config/data/cache/state dirs and no API keys."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))  # so tests can `from fakes.llm_server import …`
+
+# Environments some test modules build at import time (before any fixture runs) still get a
+# private trust state: a session dir in which pytest's temp dir is trusted (session_trust).
+SESSION_STATE = tempfile.mkdtemp(prefix="kep-test-state-")
+os.environ["KEP_STATE_DIR"] = SESSION_STATE
 
 KEY_VARS = (
     "OPENAI_API_KEY",
@@ -22,6 +30,16 @@ KEY_VARS = (
 )
 
 
+@pytest.fixture(autouse=True, scope="session")
+def session_trust(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    from tuiapp import trust
+
+    trust.trust(tmp_path_factory.getbasetemp())
+    trust.trust(REPO / "tests" / "fixtures")
+    yield
+    shutil.rmtree(SESSION_STATE, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
@@ -31,10 +49,19 @@ def isolated_home(
         ("KEP_CONFIG_DIR", "config"),
         ("KEP_DATA_DIR", "data"),
         ("KEP_CACHE_DIR", "cache"),
+        ("KEP_STATE_DIR", "state"),
     ):
         monkeypatch.setenv(name, str(home / sub))
     for var in KEY_VARS:
         monkeypatch.delenv(var, raising=False)
+    # Folder trust: projects the tests build under pytest's temp dir, and the suite's own
+    # fixtures, are trusted (as a user would have trusted them); tests of trust itself use a
+    # fresh state dir. `--trust` given in-process lasts for one test only.
+    from tuiapp import trust
+
+    monkeypatch.setattr(trust, "_RUN_TRUSTED", set())
+    trust.trust(tmp_path_factory.getbasetemp())
+    trust.trust(REPO / "tests" / "fixtures")
     return home
 
 

@@ -38,7 +38,7 @@ def _run(args: argparse.Namespace, *, resume_gc: bool) -> int:
     from tuiapp.providers import ModelError, resolve_model
     from tuiapp.workspace import Workspace
 
-    cfg = load_config(args)
+    cfg = load_config(args, headless=False)  # the TUI asks about trust itself, on screen
     ws = Workspace(cfg)
     try:
         store = Store.open()

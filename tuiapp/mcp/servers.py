@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tuiapp import trust
 from tuiapp.config import Config, McpServerConfig
 
 MCP_JSON = "mcp.json"
@@ -72,6 +73,9 @@ def _server_from_json(path: Path, name: str, entry: Any) -> McpServerConfig:
 
 def configured_servers(config: Config) -> dict[str, McpServerConfig]:
     """mcp.json's servers overlaid with kep.toml's. Raises McpJsonError for a bad mcp.json."""
-    servers = read_mcp_json(config.project_root / MCP_JSON)
+    servers = {}
+    if trust.project_has_mcp_json(config):  # an untrusted project's servers never start
+        servers = {name: s for name, s in read_mcp_json(config.project_root / MCP_JSON).items()
+                   if trust.mcp_json_allowed(config, name, s.command, s.args, s.env, s.url)}
     servers.update(config.mcp_servers)
     return servers
