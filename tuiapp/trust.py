@@ -28,6 +28,8 @@ from typing import Any
 from tuiapp import paths
 from tuiapp.trust_items import (
     MCP_JSON,
+    Inventory,
+    inventory,
     items_of,
     mcp_json_item,
     read_project_files,
@@ -36,8 +38,9 @@ from tuiapp.trust_items import (
 )
 
 __all__ = [
-    "TrustError", "TrustState", "accept_rule", "check", "forget", "mcp_json_allowed",
-    "records", "root_in_force", "state_of", "trust", "trust_for_run", "withhold",
+    "Question", "TrustError", "TrustState", "accept_rule", "check", "forget",
+    "mcp_json_allowed", "question", "records", "root_in_force", "state_of", "trust",
+    "trust_for_run", "withhold",
 ]
 
 STATE_FILE = "trust.json"
@@ -247,3 +250,24 @@ def mcp_json_allowed(config: Any, name: str, command: str | None, args: tuple[st
 
 def project_has_mcp_json(config: Any) -> bool:
     return state_of(config).trusted and (Path(config.project_root) / MCP_JSON).is_file()
+
+
+@dataclass(frozen=True)
+class Question:
+    """What the TUI asks about: a project that holds something untrusted, or that gained
+    self-acting entries since it was trusted."""
+
+    root: str
+    contents: Inventory
+    gained: tuple[str, ...] = ()
+
+
+def question(config: Any) -> Question | None:
+    """Whether to ask the user about this project, and with what. Lists files, runs nothing."""
+    state = state_of(config)
+    if state.trusted and not state.gained:
+        return None
+    contents = inventory(Path(state.root))
+    if not state.trusted and contents.empty():
+        return None  # nothing a project could run here: no question to ask
+    return Question(state.root, contents, state.gained)

@@ -26,7 +26,7 @@ def _key(obj: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def _short(text: str) -> str:
+def one_line(text: str) -> str:
     """A label from file text: one line, printable, bounded (it is shown on screen)."""
     flat = "".join(c if c.isprintable() else " " for c in str(text))
     flat = " ".join(flat.split())
@@ -55,7 +55,9 @@ def read_project_files(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 def rule_item(tool: Any, action: Any, args: Any = None) -> tuple[str | None, str]:
     if action != "allow":
         return None, ""  # deny and ask rules only ever ask more: always in force
-    label = f"allow rule tool ~ /{_short(tool)}/" + (f" args ~ /{_short(args)}/" if args else "")
+    label = f"allow rule tool ~ /{one_line(tool)}/"
+    if args:
+        label += f" args ~ /{one_line(args)}/"
     return _key({"kind": "allow rule", "tool": tool, "args": args}), label
 
 
@@ -63,19 +65,19 @@ def mcp_json_item(name: str, command: Any, args: list[Any], env: Any, url: Any
                   ) -> tuple[str, str]:
     entry = {"command": command, "args": [str(a) for a in args], "env": env, "url": url}
     return (_key({"kind": "mcp.json server", "name": name, **entry}),
-            f"MCP server {_short(name)} (mcp.json: {_short(command or url or '')})")
+            f"MCP server {one_line(name)} (mcp.json: {one_line(command or url or '')})")
 
 
 def _server_item(name: str, table: Any) -> tuple[str, str]:
     what = (table.get("command") or table.get("url") or "") if isinstance(table, dict) else ""
     return (_key({"kind": "server", "name": name, "table": table}),
-            f"MCP server {_short(name)} (kep.toml: {_short(what)})")
+            f"MCP server {one_line(name)} (kep.toml: {one_line(what)})")
 
 
 def _provider_item(name: str, table: Any) -> tuple[str, str]:
     where = table.get("base_url") if isinstance(table, dict) else None
     return (_key({"kind": "provider", "name": name, "table": table}),
-            f"provider {_short(name)}" + (f" at {_short(where)}" if where else ""))
+            f"provider {one_line(name)}" + (f" at {one_line(where)}" if where else ""))
 
 
 def _table(data: Any, *keys: str) -> dict[str, Any]:
@@ -220,7 +222,7 @@ def inventory(root: Path) -> Inventory:
     return Inventory(
         executables=executables,
         packs=packs,
-        servers=tuple(dict.fromkeys(_short(s) for s in servers)),
+        servers=tuple(dict.fromkeys(one_line(s) for s in servers)),
         allow_rules=tuple(label for label in labels if label.startswith(("allow", "approval"))),
         providers=tuple(label for label in labels if label.startswith("provider")),
         env_file=(root / ".env").is_file(),

@@ -13,7 +13,7 @@ from textual import work
 from textual.app import App
 from textual.command import SimpleCommand
 
-from tuiapp import config, paths
+from tuiapp import config, paths, trust
 from tuiapp.providers import ModelError, resolve_model
 from tuiapp.ui import commands
 from tuiapp.ui.themes import save_theme_choice
@@ -210,6 +210,8 @@ class SessionActions(App[int]):
         file = self.ws.config.project_file
         try:
             config.add_rule(file, f"^{re.escape(tool)}$", action)  # type: ignore[arg-type]
+            # The user's own answer: not a change for folder trust to ask about again.
+            trust.accept_rule(self.ws.root, f"^{re.escape(tool)}$", action)
             self.ws.reconfigure(config.load(self.ws.root))
         except (OSError, config.ConfigError) as e:
             self.notify(f"Could not save the rule: {e}", severity="error", timeout=10)
