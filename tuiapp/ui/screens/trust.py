@@ -2,12 +2,14 @@
 
 It lists what trusting would switch on (counted by tuiapp.trust without running anything) and
 offers two answers. "Not now" is focused and is what Esc and a stray Enter give: trusting
-takes a deliberate move to its button, so text typed as the screen appears never trusts. The
+takes a deliberate move to its button (Tab, Enter, or a click), and none counts in the first
+half second, so text typed as the screen appears never trusts. The
 decision itself and its record stay in tuiapp.trust; this screen only asks.
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from tuiapp.ui.app import KepApp
 
 SHOWN_ITEMS = 8  # rules and servers listed by name; the rest are counted
+# Keys and clicks on Trust this soon after the screen appears were meant for something else.
+SETTLE_SECONDS = 0.5
 
 
 def describe(q: trust.Question) -> str:
@@ -76,6 +80,10 @@ class TrustScreen(ModalScreen[bool]):
     def __init__(self, q: trust.Question) -> None:
         super().__init__()
         self.question = q
+        self._shown_at = float("inf")
+
+    def on_mount(self) -> None:
+        self._shown_at = time.monotonic()
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:
@@ -92,7 +100,10 @@ class TrustScreen(ModalScreen[bool]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        self.dismiss(event.button.id == "trust")
+        if event.button.id != "trust":
+            self.dismiss(False)
+        elif time.monotonic() - self._shown_at >= SETTLE_SECONDS:
+            self.dismiss(True)
 
 
 def ask_if_needed(app: KepApp) -> None:

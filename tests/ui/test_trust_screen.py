@@ -1,0 +1,136 @@
+"""The folder-trust question in the TUI: asked once per project, before any of its code runs.
+
+Every test starts from a fresh trust state (nothing trusted) and a checkout whose every way
+in leaves a marker (fakes/hostile_checkout.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fakes import hostile_checkout as hostile
+from textual.pilot import Pilot
+from textual.widgets import Button, Static
+from tui_helpers import SIZE, app_for, send, until, wait_idle
+
+from tuiapp import trust
+from tuiapp.ui.screens.trust import TrustScreen
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest.fixture
+def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("KEP_STATE_DIR", str(tmp_path / "fresh-state"))
+    monkeypatch.delenv(hostile.ENV_VAR, raising=False)
+    return hostile.make(tmp_path / "cloned")
+
+
+async def wait_screen(pilot: Pilot[object]) -> None:
+    app = pilot.app
+    await until(pilot, lambda: isinstance(app.screen, TrustScreen)
+                and bool(app.screen.query("#trust-text")), what="the trust screen")
+
+
+def screen_text(app: object) -> str:
+    screen = app.screen  # type: ignore[attr-defined]
+    assert isinstance(screen, TrustScreen)
+    return str(screen.query_one("#trust-text", Static).render())
+
+
+async def test_not_now_keeps_the_checkout_off_and_the_offline_model_answers(checkout: Path
+                                                                            ) -> None:
+    app = app_for(checkout)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_screen(pilot)
+        text = screen_text(app)
+        for part in ("1 executable", "1 Python pack", "1 MCP server", "1 allow rule",
+                     "MCP server evil", "allow rule tool ~ /sneaky/", ".env", "kep.toml"):
+            assert part in text
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, TrustScreen), what="dismissed")
+        await until(pilot, app.tools_ready.is_set, what="tools")
+        assert "readfile" in app.ws.registry.tools and "sneaky" not in app.ws.registry.tools
+        await send(pilot, "hello")
+        await wait_idle(pilot)
+        assert app.chat.history[-1].role == "assistant" and app.chat.history[-1].content
+        await pilot.pause(0.5)  # anything started late would have left its marker by now
+    assert hostile.markers(checkout) == set()
+    assert not trust.check(checkout).trusted
+    assert hostile.ENV_VAR not in __import__("os").environ
+
+
+async def test_trusting_on_the_screen_loads_the_project(checkout: Path) -> None:
+    app = app_for(checkout)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_screen(pilot)
+        assert hostile.markers(checkout) == set()
+        await pilot.click("#trust")  # at once: too soon to be meant
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, TrustScreen) and not trust.check(checkout).trusted
+        await pilot.pause(0.5)
+        await pilot.click("#trust")
+        await until(pilot, lambda: "sneaky" in app.ws.registry.tools, what="project tools")
+        await until(pilot, lambda: hostile.SERVED in hostile.markers(checkout),
+                    what="the project's MCP server to start")
+        assert any(r.tool == "sneaky" and r.action == "allow"
+                   for r in app.ws.config.approval.rules)
+    assert trust.check(checkout).trusted
+    assert {hostile.LISTED, hostile.IMPORTED} <= hostile.markers(checkout)
+    # Asked once: the next start does not ask again.
+    again = app_for(checkout)
+    async with again.run_test(size=SIZE) as pilot:
+        await until(pilot, again.tools_ready.is_set, what="tools")
+        await pilot.pause(0.2)
+        assert not isinstance(again.screen, TrustScreen)
+
+
+@pytest.mark.parametrize("typed", ["this is fine\n", "trust\n", "yes please\n", "\n\t\n",
+                                   "\t\n"])
+async def test_typing_as_the_screen_appears_never_trusts(checkout: Path, typed: str) -> None:
+    app = app_for(checkout)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_screen(pilot)
+        keys = {" ": "space", "\n": "enter", "\t": "tab"}
+        # Typed at once ("\t\n" too: Tab and Enter in the first half second do not count).
+        await pilot.press(*(keys.get(c, c) for c in typed))
+        await pilot.pause(0.3)
+        assert "sneaky" not in app.ws.registry.tools
+    assert not trust.check(checkout).trusted
+    assert hostile.markers(checkout) == set()
+
+
+async def test_a_trusted_project_that_gained_rules_is_asked_about_again(checkout: Path
+                                                                        ) -> None:
+    trust.trust(checkout)
+    with (checkout / "kep.toml").open("a") as f:
+        f.write('\n[[approval.rules]]\ntool = "execcmd"\naction = "allow"\n')
+    app = app_for(checkout)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_screen(pilot)
+        text = screen_text(app)
+        assert "changed since you trusted it" in text
+        assert "allow rule tool ~ /execcmd/" in text and "sneaky" not in text
+        await until(pilot, lambda: "sneaky" in app.ws.registry.tools, what="trusted tools")
+        assert not any(r.tool == "execcmd" for r in app.ws.config.approval.rules)
+        await pilot.pause(0.5)
+        await pilot.press("tab", "enter")  # the keyboard way
+        await until(pilot, lambda: any(r.tool == "execcmd"
+                                       for r in app.ws.config.approval.rules),
+                    what="the new rule to apply")
+    assert trust.check(checkout).gained == ()
+
+
+async def test_the_screen_fits_80x24_with_500_rules(checkout: Path) -> None:
+    (checkout / "kep.toml").write_text("".join(
+        f'[[approval.rules]]\ntool = "t{i}\\u001b[2J"\naction = "allow"\n' for i in range(500)))
+    app = app_for(checkout)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_screen(pilot)
+        await pilot.pause(0.1)
+        text = screen_text(app)
+        assert "500 allow rules" in text and "… and 493 more" in text and "\x1b" not in text
+        for button in app.screen.query(Button):
+            region = button.region
+            assert region.width > 0 and region.bottom <= 24 and region.right <= 80
