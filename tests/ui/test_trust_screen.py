@@ -15,6 +15,7 @@ from textual.widgets import Button, Static
 from tui_helpers import SIZE, app_for, send, until, wait_idle
 
 from tuiapp import trust
+from tuiapp.ui.screens import trust as trust_screen
 from tuiapp.ui.screens.trust import TrustScreen
 
 pytestmark = pytest.mark.asyncio
@@ -61,15 +62,19 @@ async def test_not_now_keeps_the_checkout_off_and_the_offline_model_answers(chec
     assert hostile.ENV_VAR not in __import__("os").environ
 
 
-async def test_trusting_on_the_screen_loads_the_project(checkout: Path) -> None:
+async def test_trusting_on_the_screen_loads_the_project(checkout: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # The half-second guard, made independent of the machine's speed: first a click that
+    # comes "too soon", then one that does not.
+    monkeypatch.setattr(trust_screen, "SETTLE_SECONDS", 3600.0)
     app = app_for(checkout)
     async with app.run_test(size=SIZE) as pilot:
         await wait_screen(pilot)
         assert hostile.markers(checkout) == set()
-        await pilot.click("#trust")  # at once: too soon to be meant
+        await pilot.click("#trust")  # too soon to be meant
         await pilot.pause(0.1)
         assert isinstance(app.screen, TrustScreen) and not trust.check(checkout).trusted
-        await pilot.pause(0.5)
+        monkeypatch.setattr(trust_screen, "SETTLE_SECONDS", 0.0)
         await pilot.click("#trust")
         await until(pilot, lambda: "sneaky" in app.ws.registry.tools, what="project tools")
         await until(pilot, lambda: hostile.SERVED in hostile.markers(checkout),
@@ -88,12 +93,16 @@ async def test_trusting_on_the_screen_loads_the_project(checkout: Path) -> None:
 
 @pytest.mark.parametrize("typed", ["this is fine\n", "trust\n", "yes please\n", "\n\t\n",
                                    "\t\n"])
-async def test_typing_as_the_screen_appears_never_trusts(checkout: Path, typed: str) -> None:
+async def test_typing_as_the_screen_appears_never_trusts(checkout: Path, typed: str,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    # Typed while the screen is new, however slow this machine is.
+    monkeypatch.setattr(trust_screen, "SETTLE_SECONDS", 3600.0)
     app = app_for(checkout)
     async with app.run_test(size=SIZE) as pilot:
         await wait_screen(pilot)
         keys = {" ": "space", "\n": "enter", "\t": "tab"}
-        # Typed at once ("\t\n" too: Tab and Enter in the first half second do not count).
+        # ("\t\n" too: Tab and Enter while the screen is new do not count.)
         await pilot.press(*(keys.get(c, c) for c in typed))
         await pilot.pause(0.3)
         assert "sneaky" not in app.ws.registry.tools
