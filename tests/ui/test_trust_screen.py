@@ -15,6 +15,7 @@ from textual.widgets import Button, Static
 from tui_helpers import SIZE, app_for, send, until, wait_idle
 
 from tuiapp import trust
+from tuiapp.ui.live_reload import running_reloader
 from tuiapp.ui.screens import trust as trust_screen
 from tuiapp.ui.screens.trust import TrustScreen
 
@@ -75,6 +76,7 @@ async def test_trusting_on_the_screen_loads_the_project(checkout: Path,
         await pilot.pause(0.1)
         assert isinstance(app.screen, TrustScreen) and not trust.check(checkout).trusted
         monkeypatch.setattr(trust_screen, "SETTLE_SECONDS", 0.0)
+        await pilot.pause(0.3)  # (a Button ignores a second click during its 0.2 s press)
         await pilot.click("#trust")
         await until(pilot, lambda: "sneaky" in app.ws.registry.tools, what="project tools")
         await until(pilot, lambda: hostile.SERVED in hostile.markers(checkout),
@@ -143,3 +145,25 @@ async def test_the_screen_fits_80x24_with_500_rules(checkout: Path) -> None:
         for button in app.screen.query(Button):
             region = button.region
             assert region.width > 0 and region.bottom <= 24 and region.right <= 80
+
+
+async def test_rules_gained_while_kep_runs_are_held_back_and_asked_about(checkout: Path
+                                                                         ) -> None:
+    trust.trust(checkout)
+    app = app_for(checkout, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: (r := running_reloader(app)) is not None
+                    and r.ready.is_set(), what="hot reload")
+        assert not isinstance(app.screen, TrustScreen)
+        with (checkout / "kep.toml").open("a") as f:
+            f.write('\n[[approval.rules]]\ntool = "writefile"\naction = "allow"\n')
+        await wait_screen(pilot)
+        assert "allow rule tool ~ /writefile/" in screen_text(app)
+        assert not any(r.tool == "writefile" for r in app.ws.config.approval.rules)
+        await pilot.press("escape")
+        # Saved again with the same gain: a "Not now" is not asked twice.
+        with (checkout / "kep.toml").open("a") as f:
+            f.write("\n# touched\n")
+        await pilot.pause(1.0)
+        assert not isinstance(app.screen, TrustScreen)
+        assert not any(r.tool == "writefile" for r in app.ws.config.approval.rules)

@@ -80,6 +80,9 @@ def config_changed(app: KepApp, cfg: Config | None, error: ConfigError | None) -
                    timeout=10)
     else:
         app.notify("Config reloaded: it applies from the next call.", title="Config")
+    from tuiapp.ui.screens.trust import ask_if_gained
+
+    ask_if_gained(app)  # new allow rules or servers in a trusted project: held back, asked
 
 
 def _refresh_provider(app: KepApp, cfg: Config) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING, ClassVar
+from weakref import WeakKeyDictionary
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -25,6 +26,7 @@ from tuiapp.trust_items import one_line
 if TYPE_CHECKING:
     from tuiapp.ui.app import KepApp
 
+_ASKED: WeakKeyDictionary[object, tuple[str, ...]] = WeakKeyDictionary()
 SHOWN_ITEMS = 8  # rules and servers listed by name; the rest are counted
 # Keys and clicks on Trust this soon after the screen appears were meant for something else.
 SETTLE_SECONDS = 0.5
@@ -110,7 +112,21 @@ def ask_if_needed(app: KepApp) -> None:
     """At startup: ask about this project when folder trust has a question."""
     q = trust.question(app.ws.config)
     if q is not None:
-        app.push_screen(TrustScreen(q), lambda yes: answered(app, q, bool(yes)))
+        _ask(app, q)
+
+
+def ask_if_gained(app: KepApp) -> None:
+    """After kep.toml or mcp.json was reloaded: ask again when the trusted project gained
+    entries not asked about yet in this session (a "Not now" is not asked twice)."""
+    q = trust.question(app.ws.config)
+    if q is not None and q.gained and _ASKED.get(app) != q.gained and \
+            not isinstance(app.screen, TrustScreen):
+        _ask(app, q)
+
+
+def _ask(app: KepApp, q: trust.Question) -> None:
+    _ASKED[app] = q.gained
+    app.push_screen(TrustScreen(q), lambda yes: answered(app, q, bool(yes)))
 
 
 def answered(app: KepApp, q: trust.Question, yes: bool) -> None:
