@@ -268,3 +268,27 @@ def test_kep_own_checkout_needs_no_question(fresh_state: Path) -> None:
     cfg = config.load(REPO)
     assert trust.question(cfg) is None  # its prompts/functions are kep's built-ins
     assert inventory(REPO).executables == 0
+
+
+def test_config_path_says_an_untrusted_kep_toml_is_not_applied(checkout: Path) -> None:
+    res = kep("config", "path", "--project", str(checkout))
+    assert res.returncode == 0
+    project_line = next(line for line in res.stdout.splitlines() if line.startswith("project:"))
+    assert "not applied" in project_line and "kep trust" in project_line
+    trust.trust(checkout)
+    res = kep("config", "path", "--project", str(checkout))
+    assert "not applied" not in res.stdout
+
+
+def test_a_2mb_rule_and_a_broken_kep_toml(checkout: Path) -> None:
+    (checkout / "kep.toml").write_text(
+        f'[[approval.rules]]\ntool = "{"x" * 2_000_000}"\naction = "allow"\n')
+    (label,) = inventory(checkout).allow_rules
+    assert len(label) < 200  # bounded, whatever the file holds
+    (checkout / "kep.toml").write_bytes(b"[[approval.rules]\n\xff")  # not TOML, not UTF-8
+    res = kep("functions", "--project", str(checkout))
+    assert res.returncode == 0, res.stderr  # an untrusted kep.toml is not even parsed
+    assert inventory(checkout).settings_file
+    trust.trust(checkout)
+    res = kep("functions", "--project", str(checkout))
+    assert res.returncode == 2 and "kep.toml" in res.stderr and "Traceback" not in res.stderr

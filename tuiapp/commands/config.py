@@ -6,15 +6,19 @@ import argparse
 
 import tomli_w
 
-from tuiapp import config, paths
+from tuiapp import config, paths, trust
 from tuiapp.commands._common import load_config
 
 
 def main(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     if args.config_command == "path":
+        untrusted = not trust.state_of(cfg).trusted
         for label, f in (("user:   ", paths.user_config_file()), ("project:", cfg.project_file)):
-            print(f"{label} {f}{'' if f.exists() else '  (not created yet)'}")
+            note = "" if f.exists() else "  (not created yet)"
+            if f == cfg.project_file and f.exists() and untrusted:
+                note = "  (not applied: this folder is not trusted; see `kep trust`)"
+            print(f"{label} {f}{note}")
         return 0
     shown = config.masked(dict(cfg.raw))
     print(f"# active model: {cfg.default_model()}")
