@@ -163,6 +163,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return {}
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(path, "", f"not valid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(path, "", f"not valid UTF-8 (byte {e.start})") from None
     except OSError as e:
         raise ConfigError(path, "", f"cannot read: {e.strerror}") from None
 
