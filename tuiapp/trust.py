@@ -231,14 +231,20 @@ def accept_rule(root: Path | str, tool: str, action: str, args: str | None = Non
 
 def root_in_force(config: Any, tool_root: Path | str) -> bool:
     """May the registry read (and so run) tools under `tool_root`? kep's bundled built-ins
-    always; anything inside an untrusted project never."""
+    always; a folder the user's own config names by an absolute path always (an untrusted
+    project's kep.toml is not read, so every configured source is the user's); anything else
+    inside an untrusted project never."""
     state = state_of(config)
     if state.trusted:
         return True
     real = _real(tool_root)
     if real == _real(paths.builtin_functions_dir()):
         return True
-    return not _covers(state.root, real)
+    if not _covers(state.root, real):
+        return True
+    tools = config.tools
+    named = [*tools.dirs, *(s.path for s in tools.sources)]
+    return any(_covers(_real(p), real) for p in named if os.path.isabs(os.path.expanduser(p)))
 
 
 def mcp_json_allowed(config: Any, name: str, command: str | None, args: tuple[str, ...],

@@ -292,3 +292,21 @@ def test_a_2mb_rule_and_a_broken_kep_toml(checkout: Path) -> None:
     trust.trust(checkout)
     res = kep("functions", "--project", str(checkout))
     assert res.returncode == 2 and "kep.toml" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_the_users_own_tool_dirs_work_inside_an_untrusted_folder(
+        checkout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mine = checkout / "my-own-tools"  # e.g. kep started in ~, the user's tools in ~/kep-tools
+    mine.mkdir()
+    (mine / "mine").write_text(
+        '#!/bin/sh\necho \'[{"name": "mine", "description": "Mine", '
+        '"parameters": {"type": "object", "properties": {}}}]\'\n')
+    (mine / "mine").chmod(0o755)
+    user = tmp_path / "user-config"
+    user.mkdir()
+    (user / "config.toml").write_text(f'[tools]\ndirs = ["{mine}", "prompts/functions"]\n')
+    monkeypatch.setenv("KEP_CONFIG_DIR", str(user))
+    res = kep("functions", "--project", str(checkout))
+    names = {line.split()[0] for line in res.stdout.splitlines()[1:] if line.strip()}
+    assert "mine" in names  # named by an absolute path in the user's own config
+    assert "sneaky" not in names  # a relative dir is the project's: still not listed
