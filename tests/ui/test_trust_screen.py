@@ -167,3 +167,16 @@ async def test_rules_gained_while_kep_runs_are_held_back_and_asked_about(checkou
         await pilot.pause(1.0)
         assert not isinstance(app.screen, TrustScreen)
         assert not any(r.tool == "writefile" for r in app.ws.config.approval.rules)
+
+
+async def test_always_in_an_untrusted_folder_is_not_saved_where_it_would_not_apply(
+        checkout: Path) -> None:
+    before = (checkout / "kep.toml").read_text()
+    app = app_for(checkout)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_screen(pilot)
+        await pilot.press("escape")
+        app.add_rule("execcmd", "allow")  # what `a` on an approval asks for
+        await pilot.pause(0.1)
+        assert any("not trusted" in n.message for n in app._notifications)
+    assert (checkout / "kep.toml").read_text() == before
