@@ -31,8 +31,8 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 async def wait_screen(pilot: Pilot[object]) -> None:
     app = pilot.app
-    await until(pilot, lambda: isinstance(app.screen, TrustScreen)
-                and bool(app.screen.query("#trust-text")), what="the trust screen")
+    await until(pilot, lambda: isinstance(app.screen, TrustScreen)  # (composed: its last
+                and bool(app.screen.query("#trust")), what="the trust screen")  # widget is in)
 
 
 def screen_text(app: object) -> str:
@@ -76,7 +76,9 @@ async def test_trusting_on_the_screen_loads_the_project(checkout: Path,
         await pilot.pause(0.1)
         assert isinstance(app.screen, TrustScreen) and not trust.check(checkout).trusted
         monkeypatch.setattr(trust_screen, "SETTLE_SECONDS", 0.0)
-        await pilot.pause(0.3)  # (a Button ignores a second click during its 0.2 s press)
+        button = app.screen.query_one("#trust", Button)
+        # (a Button ignores a click while it still shows the last press)
+        await until(pilot, lambda: not button.has_class("-active"), what="the press to end")
         await pilot.click("#trust")
         await until(pilot, lambda: "sneaky" in app.ws.registry.tools, what="project tools")
         await until(pilot, lambda: hostile.SERVED in hostile.markers(checkout),
