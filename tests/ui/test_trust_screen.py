@@ -182,3 +182,24 @@ async def test_always_in_an_untrusted_folder_is_not_saved_where_it_would_not_app
         await pilot.pause(0.1)
         assert any("not trusted" in n.message for n in app._notifications)
     assert (checkout / "kep.toml").read_text() == before
+
+
+async def test_after_not_now_the_palette_asks_again(checkout: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    app = app_for(checkout)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_screen(pilot)
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, TrustScreen), what="dismissed")
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Trust this folder" in titles
+        command = next(c for c in app.get_system_commands(app.screen)
+                       if c.title == "Trust this folder")
+        command.callback()
+        await wait_screen(pilot)
+        assert "1 executable" in screen_text(app)
+        monkeypatch.setattr(trust_screen, "SETTLE_SECONDS", 0.0)
+        await pilot.click("#trust")
+        await until(pilot, lambda: "sneaky" in app.ws.registry.tools, what="project tools")
+        assert "Trust this folder" not in [c.title
+                                           for c in app.get_system_commands(app.screen)]

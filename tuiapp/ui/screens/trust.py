@@ -124,6 +124,13 @@ def ask_if_gained(app: KepApp) -> None:
         _ask(app, q)
 
 
+def ask_again(app: KepApp) -> None:
+    """The palette's "Trust this folder": the same question, asked on request."""
+    q = trust.question(app.ws.config)
+    if q is not None and not isinstance(app.screen, TrustScreen):
+        _ask(app, q)
+
+
 def _ask(app: KepApp, q: trust.Question) -> None:
     _ASKED[app] = q.gained
     app.push_screen(TrustScreen(q), lambda yes: answered(app, q, bool(yes)))
