@@ -158,7 +158,7 @@ def check(root: Path | str) -> TrustState:
         return TrustState(real, False, problem=str(e))
     own = dirs.get(real)
     if own is not None:
-        accepted = frozenset(k for k in own.get("items", []) if isinstance(k, str))
+        accepted = frozenset(k for k in _items(own) if isinstance(k, str))
         items = items_of(*read_project_files(Path(real)))
         gained = tuple(label for key, label in items.items() if key not in accepted)
         return TrustState(real, True, real, accepted if gained else None, gained)
@@ -166,6 +166,11 @@ def check(root: Path | str) -> TrustState:
         if _covers(base, real):
             return TrustState(real, True, base)
     return TrustState(real, False)
+
+
+def _items(record: Mapping[str, Any]) -> list[Any]:
+    items = record.get("items")
+    return items if isinstance(items, list) else []  # a hand-edited record: nothing accepted
 
 
 def state_of(config: Any) -> TrustState:
@@ -218,8 +223,8 @@ def accept_rule(root: Path | str, tool: str, action: str, args: str | None = Non
 
     def change(dirs: dict[str, Any]) -> None:
         own = dirs.get(real)
-        if own is not None and key not in own.get("items", []):
-            own["items"] = sorted([*own.get("items", []), key])
+        if own is not None and key not in _items(own):
+            own["items"] = sorted([*(k for k in _items(own) if isinstance(k, str)), key])
 
     with contextlib.suppress(TrustError):
         if real in records():

@@ -169,6 +169,11 @@ def test_hostile_folder_names_and_state_files(tmp_path: Path, fresh_state: Path)
         res = kep("functions", "--project", str(odd))
         assert res.returncode == 0 and "Traceback" not in res.stderr
         assert "trust.json" in res.stderr
+    # A hand-edited record whose items are not a list: trusted, with nothing accepted.
+    (fresh_state / "trust.json").write_text(json.dumps({"dirs": {str(odd.resolve()):
+                                                                 {"items": 5}}}))
+    assert trust.check(odd).trusted
+    trust.accept_rule(odd, "^x$", "allow")
     assert kep("trust", str(odd)).returncode == 0
     assert trust.check(odd).trusted
     assert (fresh_state / "trust.json").stat().st_mode & 0o077 == 0  # private to the user
