@@ -1,4 +1,4 @@
-"""Shared fixtures: every test gets its own config/data/cache dirs and no API keys."""
+"""Shared fixtures: every test gets its own config/data/cache/state dirs and no API keys."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ atexit.register(shutil.rmtree, SESSION_HOME, True)
 for _var, _sub in (("HOME", ""), ("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"),
                    ("XDG_CACHE_HOME", ".cache"), ("XDG_STATE_HOME", ".local/state"),
                    ("KEP_CONFIG_DIR", "kep-config"), ("KEP_DATA_DIR", "kep-data"),
-                   ("KEP_CACHE_DIR", "kep-cache")):
+                   ("KEP_CACHE_DIR", "kep-cache"), ("KEP_STATE_DIR", "kep-state")):
     os.environ[_var] = str(SESSION_HOME / _sub) if _sub else str(SESSION_HOME)
 # Downloads for the optional peer tests (npm MCP servers, tsx) live here: in the checkout,
 # git-ignored, reused between runs. KEP_TEST_NO_DOWNLOADS=1 skips those tests instead.
@@ -40,6 +41,17 @@ KEY_VARS = (
 )
 
 
+@pytest.fixture(autouse=True, scope="session")
+def session_trust(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    from tuiapp import trust
+
+    # Environments test modules built at import time use the session state dir: trust there
+    # what the suite builds (pytest's temp dir) and its own fixtures.
+    trust.trust(tmp_path_factory.getbasetemp())
+    trust.trust(REPO / "tests" / "fixtures")
+    yield
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
@@ -49,10 +61,19 @@ def isolated_home(
         ("KEP_CONFIG_DIR", "config"),
         ("KEP_DATA_DIR", "data"),
         ("KEP_CACHE_DIR", "cache"),
+        ("KEP_STATE_DIR", "state"),
     ):
         monkeypatch.setenv(name, str(home / sub))
     for var in KEY_VARS:
         monkeypatch.delenv(var, raising=False)
+    # Folder trust: projects the tests build under pytest's temp dir, and the suite's own
+    # fixtures, are trusted (as a user would have trusted them); tests of trust itself use a
+    # fresh state dir. `--trust` given in-process lasts for one test only.
+    from tuiapp import trust
+
+    monkeypatch.setattr(trust, "_RUN_TRUSTED", set())
+    trust.trust(tmp_path_factory.getbasetemp())
+    trust.trust(REPO / "tests" / "fixtures")
     return home
 
 

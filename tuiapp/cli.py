@@ -1,4 +1,4 @@
-"""argv → one of: tui | run | functions | call | init | mcp | sessions | config.
+"""argv → one of: tui | run | functions | call | init | trust | mcp | sessions | config.
 
 Every flag of every subcommand is declared here (one place for the CLI contract); the work is
 done by tuiapp.commands.<name>.main(args), imported only when that subcommand runs so that
@@ -28,6 +28,12 @@ def _common(p: argparse.ArgumentParser, top: bool = False) -> None:
         metavar="DIR",
         default=None if top else argparse.SUPPRESS,
         help="project root (default: nearest dir with kep.toml or prompts/)",
+    )
+    p.add_argument(
+        "--trust",
+        action="store_true",
+        default=False if top else argparse.SUPPRESS,
+        help="trust the project for this run only (see `kep trust`)",
     )
 
 
@@ -106,6 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("init", help="copy the built-in functions into this project for editing")
     _common(p)
     p.add_argument("--force", action="store_true", help="overwrite files that exist")
+
+    p = sub.add_parser("trust", help="trust a project folder: its tools, servers and kep.toml")
+    _common(p)
+    p.add_argument("dir", nargs="?", metavar="DIR", help="the folder (default: this project)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--list", action="store_true", help="list the trusted folders")
+    g.add_argument("--forget", action="store_true", help="stop trusting DIR")
 
     p = sub.add_parser("mcp", help="MCP server")
     msub = p.add_subparsers(dest="mcp_command", metavar="ACTION", required=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from tuiapp import paths
+from tuiapp import paths, trust
 from tuiapp.records import FrozenRecord
 
 Api = Literal["responses", "chat", "anthropic", "offline"]
@@ -159,6 +159,9 @@ class Config(FrozenRecord):
     files: tuple[Path, ...] = ()  # the files that were read, lowest precedence first
     warnings: tuple[str, ...] = ()  # unknown keys, one line each (the rest still applies)
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    # The folder-trust decision this config was loaded under (None: built by hand, decided
+    # from project_root when asked; see tuiapp.trust.state_of).
+    trust: trust.TrustState | None = None
 
     @property
     def project_file(self) -> Path:
@@ -541,17 +544,28 @@ def _globs(r: _Reader, key: str) -> tuple[str, ...]:
     return tuple(v)
 
 
-def load(project_root: Path | None = None, user_file: Path | None = None) -> Config:
-    """Load user + project config. Raises ConfigError naming the file and key."""
+def load(project_root: Path | None = None, user_file: Path | None = None,
+         trust_state: trust.TrustState | None = None) -> Config:
+    """Load user + project config. Raises ConfigError naming the file and key.
+
+    The project's kep.toml counts only when folder trust says so (tuiapp.trust), and then
+    without the entries it gained since it was trusted."""
     root = (project_root or paths.find_project_root()).resolve()
     user_file = user_file or paths.user_config_file()
     project_file = root / "kep.toml"
+    state = trust_state or trust.check(root)
     merged: dict[str, Any] = {}
     files = []
     warnings: list[str] = []
     user_rules: list[Any] = []
+    project_data: dict[str, Any] = {}
     for f in (user_file, project_file):
-        data = _read_toml(f)
+        if f == project_file and f != user_file:
+            if not state.trusted:
+                continue
+            data = project_data = trust.withhold(_read_toml(f), state.accepted)
+        else:
+            data = _read_toml(f)
         if not data and not f.exists():
             continue
         # Validate each file alone, so errors and warnings name the right file.
@@ -562,15 +576,16 @@ def load(project_root: Path | None = None, user_file: Path | None = None) -> Con
         merged = _deep_merge(merged, data)
     # Rules are ordered and first match wins: project rules first, then the user's.
     project_rules = (
-        _read_toml(project_file).get("approval", {}).get("rules", [])
-        if project_file in files
+        project_data.get("approval", {}).get("rules", [])
+        if project_file in files and project_file != user_file
         else []
     )
     if user_rules or project_rules:
         merged.setdefault("approval", {})
         merged["approval"] = dict(merged["approval"], rules=[*project_rules, *user_rules])
     cfg = parse(merged, " + ".join(str(f) for f in files) or "defaults", root)
-    return Config(**{**cfg.__dict__, "files": tuple(files), "warnings": tuple(warnings)})
+    return Config(**{**cfg.__dict__, "files": tuple(files), "warnings": tuple(warnings),
+                     "trust": state})
 
 
 # ---- writing -----------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Where kep keeps things: user config/data/cache dirs, bundled prompts and themes, project root."""
+"""Where kep keeps things: user config/data/cache/state dirs, bundled prompts and themes,
+project root."""
 
 from __future__ import annotations
 
@@ -21,6 +22,11 @@ def data_dir() -> Path:
 
 def cache_dir() -> Path:
     return Path(os.environ.get("KEP_CACHE_DIR") or _DIRS.user_cache_dir)
+
+
+def state_dir() -> Path:
+    """Where kep keeps what it decided with the user (folder trust records)."""
+    return Path(os.environ.get("KEP_STATE_DIR") or _DIRS.user_state_dir)
 
 
 def user_config_file() -> Path:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tuiapp import paths
+from tuiapp import paths, trust
 from tuiapp.config import Config
 from tuiapp.core.conversation import Approver, Conversation, Emit
 from tuiapp.core.messages import Message
@@ -46,7 +46,7 @@ class Workspace:
         self.registry = Registry(self.config)
 
     def has_mcp_servers(self) -> bool:
-        return bool(self.config.mcp_servers) or (self.root / "mcp.json").is_file()
+        return bool(self.config.mcp_servers) or trust.project_has_mcp_json(self.config)
 
     def start_mcp(self, *, emit: Emit | None = None, on_state: StateListener | None = None) -> None:
         """Start the MCP servers in the background (never awaited: a slow server never holds

@@ -130,3 +130,26 @@ def test_the_readme_start_command_greets_once_per_project(tmp_path: Path) -> Non
         term.wait_text("Welcome to kep")
     finally:
         term.close()
+
+
+@pytest.mark.slow
+def test_the_real_kep_in_an_untrusted_checkout_asks_first_and_runs_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fakes import hostile_checkout as hostile
+
+    monkeypatch.setenv("KEP_STATE_DIR", str(tmp_path / "fresh-state"))  # nothing trusted
+    checkout = hostile.make(tmp_path / "cloned")
+    term = Terminal([*kep_argv(), "--model", "offline"], checkout)
+    try:
+        term.wait_text("Trust this folder?")
+        term.wait_text("1 MCP server")  # (the counts: 1 executable, 1 Python pack, …)
+        assert "1 executable" in term.text()
+        term.child.send("\x1b")  # Esc: not now
+        term.wait_text("Not trusted")
+        term.type("listdir .")  # a built-in, through the offline model: they still work
+        term.child.send("\r")
+        term.wait_text("extensions/")
+        time.sleep(0.5)
+        assert hostile.markers(checkout) == set()
+    finally:
+        term.close()

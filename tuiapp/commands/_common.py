@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from tuiapp import config, paths
+from tuiapp import config, paths, trust
 
 if TYPE_CHECKING:
     from tuiapp.core.store import Store
@@ -18,21 +18,63 @@ def project_root(args: argparse.Namespace) -> Path:
     return Path(project).resolve() if project else paths.find_project_root()
 
 
-def load_config(args: argparse.Namespace, *, warn: bool = True) -> config.Config:
+def load_config(args: argparse.Namespace, *, headless: bool = True) -> config.Config:
     """Load user + project config; on a bad file print `kep: FILE: KEY: why` and exit 2.
-    Unknown keys are a warning line each on stderr (the TUI shows them itself: warn=False)."""
+
+    Folder trust is decided first (`--trust` trusts for this run): an untrusted project's
+    .env is not read and its kep.toml not applied. Headless commands say on stderr, in one
+    line each, what a trusted project gained since it was trusted (held back until `kep
+    trust`) and which config keys are unknown (the TUI shows both itself)."""
     root = project_root(args)
     if not root.is_dir():
         fail(f"project directory {root} does not exist")
+    if getattr(args, "trust", False):
+        trust.trust_for_run(root)
+    state = trust.check(root)
+    if state.problem:
+        print(f"kep: {state.problem}; no folder is trusted until it is fixed", file=sys.stderr)
+    if headless and state.gained:
+        print(f"kep: since you trusted {state.root} it gained {', '.join(state.gained)}; "
+              "not applied until you run `kep trust` again", file=sys.stderr)
     try:
-        config.load_dotenv(root)
-        cfg = config.load(root)
+        if state.trusted:
+            config.load_dotenv(root)
+        cfg = config.load(root, trust_state=state)
     except config.ConfigError as e:
         fail(str(e))
-    if warn:
+    if headless:
         for line in cfg.warnings:
             print(f"kep: warning: {line}", file=sys.stderr)
     return cfg
+
+
+def untrusted_contents(cfg: config.Config) -> str | None:
+    """What an untrusted project holds that kep is not loading ("3 executables, …"), or None
+    when the project is trusted or holds nothing that needs trust."""
+    state = trust.state_of(cfg)
+    if state.trusted:
+        return None
+    from tuiapp.trust_items import inventory
+
+    found = inventory(Path(state.root))
+    return None if found.empty() else found.summary()
+
+
+def require_trust(cfg: config.Config) -> None:
+    """Headless commands that would run project code: exit 2 in an untrusted project."""
+    holds = untrusted_contents(cfg)
+    if holds is not None:
+        fail(f"{cfg.project_root} is not trusted ({holds}): run `kep trust` to trust it, "
+             "or pass --trust for this run")
+
+
+def note_untrusted(cfg: config.Config) -> None:
+    """`kep functions` in an untrusted project: built-ins are listed; one line says why the
+    project's own tools are not."""
+    holds = untrusted_contents(cfg)
+    if holds is not None:
+        print(f"kep: project tools are not loaded: {cfg.project_root} is not trusted "
+              f"({holds}); run `kep trust` to trust it", file=sys.stderr)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

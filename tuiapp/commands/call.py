@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 from tuiapp import paths
-from tuiapp.commands._common import fail, load_config
+from tuiapp.commands._common import fail, load_config, require_trust
 from tuiapp.core import policy
 from tuiapp.core.events import Event, ToolOutput
 from tuiapp.core.messages import ToolCall
@@ -89,6 +89,7 @@ async def _call_in(ws: Any, name: str, words: list[str], *, as_json: bool) -> in
                                       if cfg.mcp_servers else 30.0)
     spec = registry.tools.get(name)
     if spec is None:
+        require_trust(cfg)  # it may be one of the project's own: say why it is not here
         close = difflib.get_close_matches(name, list(registry.tools), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else "; `kep functions` lists them"
         broken = [b for b in registry.broken if os.path.basename(b.source) == name]

@@ -6,21 +6,26 @@ import argparse
 
 import tomli_w
 
-from tuiapp import paths
+from tuiapp import paths, trust
 from tuiapp.commands._common import load_config
 
 
 def main(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     if args.config_command == "path":
+        untrusted = not trust.state_of(cfg).trusted
         for label, f in (
             ("user config", paths.user_config_file()),
             ("project config", cfg.project_file),
             ("user themes", paths.user_themes_dir()),
             ("data (sessions, spool)", paths.data_dir()),
             ("cache (tool declarations)", paths.cache_dir()),
+            ("state (folder trust)", paths.state_dir()),
         ):
-            print(f"{label + ':':<27} {f}{'' if f.exists() else '  (not created yet)'}")
+            note = "" if f.exists() else "  (not created yet)"
+            if f == cfg.project_file and f.exists() and untrusted:
+                note = "  (not applied: this folder is not trusted; see `kep trust`)"
+            print(f"{label + ':':<27} {f}{note}")
         return 0
     from tuiapp.core import secrets
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuiapp import paths
-from tuiapp.commands._common import load_config
+from tuiapp.commands._common import load_config, note_untrusted
 from tuiapp.tools.model import BrokenTool, ToolSpec
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ def main(args: argparse.Namespace) -> int:
 
         return watch(args)
     cfg = load_config(args)
+    note_untrusted(cfg)
     from tuiapp.workspace import Workspace
 
     ws = Workspace(cfg)

@@ -21,7 +21,7 @@ import signal
 import sys
 from typing import Any
 
-from tuiapp.commands._common import load_config
+from tuiapp.commands._common import load_config, note_untrusted
 from tuiapp.config import Config, ConfigError
 from tuiapp.core.events import RegistryChanged
 from tuiapp.tools.reloader import Reloader, broken_reasons, describe
@@ -30,6 +30,7 @@ from tuiapp.workspace import Workspace
 
 def main(args: argparse.Namespace) -> int:
     cfg = load_config(args)
+    note_untrusted(cfg)
     ws = Workspace(cfg)
     try:
         return asyncio.run(watch(ws, as_json=bool(getattr(args, "json", False))))

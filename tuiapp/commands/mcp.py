@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Iterator
 
-from tuiapp.commands._common import load_config
+from tuiapp.commands._common import load_config, require_trust
 from tuiapp.config import Config, ConfigError
 
 # Set in the environment of everything `kep mcp serve` starts, so a project whose mcp.json
@@ -21,6 +21,7 @@ SERVING_ENV = "KEP_MCP_SERVING"
 def main(args: argparse.Namespace) -> int:
     if args.mcp_command == "serve":
         config = load_config(args)
+        require_trust(config)  # serving it would run its code for whoever connects
         with _protocol_fds() as (wire_in, wire_out):
             return asyncio.run(serve(config, wire_in, wire_out, allow_ask=args.allow_ask))
     print(f"kep: unknown mcp action {args.mcp_command!r}", file=sys.stderr)

@@ -14,7 +14,7 @@ import sys
 from typing import Any, TextIO
 
 from tuiapp.commands import _start
-from tuiapp.commands._common import fail, load_config
+from tuiapp.commands._common import fail, load_config, require_trust
 from tuiapp.core import policy, session_admin
 from tuiapp.core.conversation import Approval, Approver, allow_all, deny_all
 from tuiapp.core.events import (
@@ -144,6 +144,7 @@ def _read_answer(prompt: str) -> str:
 
 def main(args: argparse.Namespace) -> int:
     cfg = load_config(args)
+    require_trust(cfg)  # an untrusted project's tools would be missing without a word
     ws = Workspace(cfg)
     plan = _start.plan_from_args(ws, args)  # --prompt / --agent: the session starts from it
     if args.show_system:

@@ -38,7 +38,8 @@ def _run(args: argparse.Namespace, *, resume_gc: bool) -> int:
     from tuiapp.providers import ModelError, resolve_model
     from tuiapp.workspace import Workspace
 
-    cfg = load_config(args, warn=False)  # the app shows the warnings as notifications
+    # The TUI asks about trust and shows config warnings itself, on screen.
+    cfg = load_config(args, headless=False)
     ws = Workspace(cfg)
     try:
         store = Store.open()

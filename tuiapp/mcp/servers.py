@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tuiapp import trust
 from tuiapp.config import Config, McpServerConfig
 
 MCP_JSON = "mcp.json"
@@ -88,11 +89,15 @@ def configured_servers(config: Config) -> dict[str, McpServerConfig]:
     """mcp.json's servers overlaid with kep.toml's. Raises McpJsonError for a bad mcp.json.
 
     A Loki functions dir (the project's `functions/`, or a configured loki source) brings its
-    own `functions/mcp.json`, as Loki reads it; the project's mcp.json and kep.toml win."""
+    own `functions/mcp.json`, as Loki reads it; the project's mcp.json and kep.toml win. An
+    untrusted project's servers never start (tuiapp.trust)."""
     servers: dict[str, McpServerConfig] = {}
-    for path in reversed(_loki_mcp_files(config)):
-        servers.update(read_mcp_json(path))
-    servers.update(read_mcp_json(config.project_root / MCP_JSON))
+    if trust.state_of(config).trusted:
+        for path in reversed(_loki_mcp_files(config)):
+            servers.update(read_mcp_json(path))
+    if trust.project_has_mcp_json(config):
+        servers.update({name: s for name, s in read_mcp_json(config.project_root / MCP_JSON).items()
+                        if trust.mcp_json_allowed(config, name, s.command, s.args, s.env, s.url)})
     servers.update(config.mcp_servers)
     return servers
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from tuiapp import paths
+from tuiapp import paths, trust
 from tuiapp.config import Config
 from tuiapp.core import secrets
 from tuiapp.core.events import RegistryChanged
@@ -201,6 +201,8 @@ class Registry:
         roots_seen: list[tuple[ToolFormat, Path]] = []
         for fi, fmt in enumerate(self.formats):
             for ri, root in enumerate(fmt.roots(ctx)):
+                if not trust.root_in_force(self.config, root):
+                    continue  # an untrusted project's files: listing them would run them
                 real_root = os.path.realpath(root)
                 builtin = real_root == builtin_dir and real_root != project_dir
                 roots_seen.append((fmt, root))

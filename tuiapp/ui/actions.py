@@ -13,7 +13,7 @@ from textual import work
 from textual.app import App
 from textual.command import SimpleCommand
 
-from tuiapp import config, paths
+from tuiapp import config, paths, trust
 from tuiapp.core.events import ToolCallStarted, ToolFinished, ToolOutput, Usage
 from tuiapp.providers import ModelError, resolve_model
 from tuiapp.ui import commands
@@ -281,8 +281,15 @@ class SessionActions(App[int]):
     def add_rule(self, tool: str, action: str) -> None:
         """a / d in the approval panel: an exact-name rule first in the project's kep.toml."""
         file = self.ws.config.project_file
+        if not trust.state_of(self.ws.config).trusted:  # its kep.toml is not applied
+            self.notify(f"Not saved: {self.ws.root} is not trusted, so its kep.toml is not "
+                        "applied. The answer holds for now only.", title="Approval rule",
+                        severity="warning", timeout=10)
+            return
         try:
             config.add_rule(file, f"^{re.escape(tool)}$", action)  # type: ignore[arg-type]
+            # The user's own answer: not a change for folder trust to ask about again.
+            trust.accept_rule(self.ws.root, f"^{re.escape(tool)}$", action)
             self.ws.reconfigure(config.load(self.ws.root))
         except (OSError, config.ConfigError) as e:
             self.notify(f"Could not save the rule: {e}", severity="error", timeout=10)

@@ -192,6 +192,9 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         self.call_after_refresh(self.load_later_css)
         # After the first frame is on screen: startup never waits for tools.
         self.call_after_refresh(self.refresh_tools, first=True)
+        from tuiapp.ui.screens.trust import ask_if_needed  # folder trust: asked once, here
+
+        self.call_after_refresh(ask_if_needed, self)
 
     def load_later_css(self) -> None:
         """later.tcss: the styles of what the first frame does not show (transcript blocks,

@@ -47,6 +47,13 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
                         app.action_cancel_tools)
     yield SystemCommand("Retry", "Send the last request again after an error (ctrl+r)",
                         app.action_retry)
+    from tuiapp import trust
+
+    if trust.question(app.ws.config) is not None:  # after "Not now": change your mind here
+        from tuiapp.ui.screens.trust import ask_again
+
+        yield SystemCommand("Trust this folder", "Load this project's tools, MCP servers, .env "
+                            "and kep.toml (asks first)", partial(ask_again, app))
     if app.ws.mcp is not None:
         for name, state in sorted(app.ws.mcp.states().items()):
             if name in app.ws.config.mcp_servers or state.log_path:  # a real server

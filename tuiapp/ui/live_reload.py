@@ -84,6 +84,9 @@ def config_changed(app: KepApp, cfg: Config | None, error: ConfigError | None) -
     elif not config_mod.written_by_kep(cfg.files):
         # kep's own writes (an "always" rule, a theme) have announced themselves already.
         app.notify("Config reloaded: it applies from the next call.", title="Config")
+    from tuiapp.ui.screens.trust import ask_if_gained
+
+    ask_if_gained(app)  # new allow rules or servers in a trusted project: held back, asked
 
 
 def _refresh_provider(app: KepApp, cfg: Config) -> str | None:

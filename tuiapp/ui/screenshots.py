@@ -72,7 +72,7 @@ def scrub_environment(home: Path) -> None:
         if SECRET_ENV.search(name):
             del os.environ[name]
     for var, sub in (("KEP_CONFIG_DIR", "config"), ("KEP_DATA_DIR", "data"),
-                     ("KEP_CACHE_DIR", "cache")):
+                     ("KEP_CACHE_DIR", "cache"), ("KEP_STATE_DIR", "state")):
         os.environ[var] = str(home / sub)
     os.environ.pop("KEP_OFFLINE_DELAY", None)
 
@@ -190,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         scrub_environment(tmp / "home")
         project = make_demo_project(tmp / "demo")
+        from tuiapp import trust
+
+        trust.trust(project)  # kep's own demo: its tools are what the screenshots show
         cwd = os.getcwd()
         os.chdir(project)  # relative paths in the UI are relative to the demo project
         try:
