@@ -278,7 +278,8 @@ def test_kep_own_checkout_needs_no_question(fresh_state: Path) -> None:
 def test_config_path_says_an_untrusted_kep_toml_is_not_applied(checkout: Path) -> None:
     res = kep("config", "path", "--project", str(checkout))
     assert res.returncode == 0
-    project_line = next(line for line in res.stdout.splitlines() if line.startswith("project:"))
+    project_line = next(line for line in res.stdout.splitlines()
+                        if line.startswith("project config:"))
     assert "not applied" in project_line and "kep trust" in project_line
     trust.trust(checkout)
     res = kep("config", "path", "--project", str(checkout))
