@@ -149,6 +149,8 @@ class Transcript(VerticalScroll):
                     continue  # settling
                 if prefetch or (region.bottom > view.y and region.y < view.bottom):
                     await chunk.thaw()
+                    if chunk.frozen:  # a span split into chunks: look at those next
+                        self.schedule_virtualize()
                 elif self._prefetch_timer is None:
                     self._prefetch_timer = self.set_timer(
                         PREFETCH_AFTER, lambda: self.call_after_refresh(self._virtualize, True))
