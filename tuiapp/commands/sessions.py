@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tuiapp.commands._common import fail, project_root
 from tuiapp.core import transcript
+from tuiapp.core.display import json_printable, printable
 from tuiapp.core.store import SessionInfo, Store, StoreError, UnknownSession
 
 TITLE_WIDTH = 60
@@ -28,9 +29,12 @@ def main(args: argparse.Namespace) -> int:
         except UnknownSession as e:
             fail(str(e))
     if action == "show":
-        sys.stdout.write(transcript.to_text(t))
+        sys.stdout.write(printable(transcript.to_text(t)))
         return 0
-    text = transcript.to_markdown(t) if args.format == "md" else transcript.to_json(t)
+    # Exports keep the text but never a raw control character (core.display): a Markdown
+    # file is read on terminals too; JSON escapes them, so its data is unchanged.
+    text = (printable(transcript.to_markdown(t)) if args.format == "md"
+            else json_printable(transcript.to_json(t)))
     if args.output:
         try:
             Path(args.output).write_text(text, encoding="utf-8")
@@ -52,13 +56,13 @@ def _list(store: Store, args: argparse.Namespace) -> int:
         return 0
     print(_row("ID", "UPDATED", "MODEL", "MSGS", "TITLE", "PROJECT" if every else None))
     for s in sessions:
-        print(_row(s.id, transcript.when(s.updated), s.model, str(s.message_count),
-                   _title(s), s.project_root if every else None))
+        print(printable(_row(s.id, transcript.when(s.updated), s.model, str(s.message_count),
+                             _title(s), s.project_root if every else None)))
     return 0
 
 
 def _title(s: SessionInfo) -> str:
-    title = s.title or "(no message)"
+    title = (s.title or "(no message)").replace("\n", " ")
     return title if len(title) <= TITLE_WIDTH else title[: TITLE_WIDTH - 1] + "…"
 
 

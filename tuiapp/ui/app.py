@@ -17,9 +17,11 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from tuiapp.core.display import printable, printable_line
 from tuiapp.core.events import (
     Event,
     RegistryChanged,
@@ -101,6 +103,13 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         if not getattr(self, "_themes_registered", False):
             return {}
         return super().get_css_variables()
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Notifications carry foreign text (tool names, a server's error): the display edge
+        (core.display) for every one of them."""
+        super().notify(printable(message), title=printable_line(title), severity=severity,
+                       timeout=timeout, markup=markup)
 
     def _sink(self, event: Event) -> None:
         self.broker.observe(event)

@@ -14,6 +14,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Button, Static
 
+from tuiapp.core.display import StreamPrintable, printable
 from tuiapp.core.events import (
     Event,
     MessageAdded,
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 class UserMessage(Static):
     def __init__(self, text: str) -> None:
-        super().__init__(Content(text), classes="user-message")
+        super().__init__(Content(printable(text)), classes="user-message")
 
 
 class ErrorBlock(Vertical):
@@ -47,7 +48,8 @@ class ErrorBlock(Vertical):
 
     def compose(self) -> ComposeResult:
         # (A partial reply above is already marked "interrupted — kept".)
-        yield Static(Content.assemble(("✗ The model request failed: ", "bold"), self.message),
+        yield Static(Content.assemble(("✗ The model request failed: ", "bold"),
+                                      printable(self.message)),
                      classes="error-text")
         with Horizontal(classes="error-actions"):
             yield Button("Retry  ctrl+r", action="app.retry", compact=True, classes="retry")
@@ -55,7 +57,7 @@ class ErrorBlock(Vertical):
 
 class NoticeLine(Static):
     def __init__(self, text: str, level: str = "info") -> None:
-        super().__init__(Content(text), classes=f"notice -{level}")
+        super().__init__(Content(printable(text)), classes=f"notice -{level}")
 
 
 def _reply() -> ModuleType:
@@ -88,6 +90,7 @@ class Transcript(VerticalScroll):
         self._virtualize_timer: Timer | None = None
         self._prefetch_timer: Timer | None = None
         self._drawing: list[AssistantReply] = []  # replies not yet mounted and drawn
+        self._clean = StreamPrintable()  # the display edge for streamed model text
 
     def on_mount(self) -> None:
         self.anchor()
@@ -169,6 +172,7 @@ class Transcript(VerticalScroll):
         self.mount(UserMessage(text))
 
     def stream_text(self, text: str) -> None:
+        text = self._clean(text)
         if not text:
             return
         if self._reply is None:
@@ -220,7 +224,7 @@ class Transcript(VerticalScroll):
             self.end_reply(interrupted=message.interrupted)
 
     def _new_reply(self, text: str = "") -> None:
-        self._reply = reply = _reply().AssistantReply(text)
+        self._reply = reply = _reply().AssistantReply(printable(text))
         self._drawing.append(reply)
         self.mount(reply)
 
@@ -232,6 +236,7 @@ class Transcript(VerticalScroll):
 
     def end_reply(self, *, interrupted: bool) -> None:
         reply, self._reply = self._reply, None
+        self._clean = StreamPrintable()
         if reply is not None:
             reply.finish(interrupted=interrupted)
             self.schedule_virtualize()
@@ -246,7 +251,7 @@ class Transcript(VerticalScroll):
                 widgets.append(UserMessage(m.content))
             elif m.role == "assistant":
                 if m.content or m.interrupted:
-                    widgets.append(_reply().AssistantReply(m.content,
+                    widgets.append(_reply().AssistantReply(printable(m.content),
                                                            interrupted=m.interrupted))
                 recs = (records or {}).get(i, [])
                 for j, call in enumerate(m.tool_calls):
