@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -51,10 +51,15 @@ if TYPE_CHECKING:
     from tuiapp.ui.widgets.tool_panes import ToolPanes
 
 
+NARROW_BELOW = 100  # columns: below this the side panels fold into overlays (later.tcss)
+
+
 class ChatScreen(Screen[None]):
     # Focus starts in the prompt. Textual's default ("*") would focus the transcript first and
     # then move: two restyles of the whole transcript before the first frame.
     AUTO_FOCUS = "#prompt"
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"),
+                                                                (NARROW_BELOW, "-wide")]
 
 
 LATER_CSS = Path(__file__).with_name("later.tcss")
@@ -91,6 +96,8 @@ class KepApp(SessionStarts, SessionActions, App[int]):
             self.theme_errors.append(f"theme {ws.config.theme!r} not found; using the default")
             self.stylesheet.set_variables(self.get_css_variables())
         self._panes_hidden_by_user = False
+        self._narrow = False
+        self._wide_panels = (False, False)  # panes, functions shown when it last was wide
         # Set by `kep` (commands/tui.py), which starts with the garbage collector off.
         self.resume_gc = False
         self._later_css = False
@@ -311,7 +318,8 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         event = message.event
         self.query_one(Transcript).handle(event)
         self.panes.handle(event)
-        if isinstance(event, ToolCallRequested) and not self._panes_hidden_by_user:
+        if (isinstance(event, ToolCallRequested) and not self._panes_hidden_by_user
+                and not self._narrow):  # (narrow: an overlay opens only when asked for)
             self.panes.remove_class("-hidden")
         if isinstance(event, ToolCallStarted):
             self.set_state("tools")
@@ -359,6 +367,23 @@ class KepApp(SessionStarts, SessionActions, App[int]):
 
     def action_toggle_functions(self) -> None:
         self.functions.toggle_class("-hidden")
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Crossing NARROW_BELOW: the side panels become overlays (CSS), folded away at
+        first (they would cover the chat); back to wide, they are as they were."""
+        narrow = event.size.width < NARROW_BELOW
+        if narrow == self._narrow:
+            return
+        self._narrow = narrow
+        panes, functions = self.panes, self.functions
+        if narrow:
+            self._wide_panels = (not panes.has_class("-hidden"),
+                                 not functions.has_class("-hidden"))
+            panes.add_class("-hidden")
+            functions.add_class("-hidden")
+        else:
+            panes.set_class(not self._wide_panels[0], "-hidden")
+            functions.set_class(not self._wide_panels[1], "-hidden")
 
     def action_reload_tools(self) -> None:
         self.refresh_tools()

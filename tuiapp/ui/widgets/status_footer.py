@@ -21,6 +21,7 @@ KEYS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "error": (("ctrl+r", "retry", "app.retry"), ("enter", "send", ""),
               ("ctrl+p", "commands", "app.command_palette")),
 }
+COMPACT_BELOW = 100  # columns (as the app's narrow layout)
 STATE_LABEL = {"idle": "", "streaming": "● answering", "tools": "⌛ running tools",
                "approval": "? waiting for you", "error": "✗ request failed"}
 
@@ -39,22 +40,29 @@ class StatusFooter(Widget):
     label: reactive[str | None] = reactive(None)  # active agent / prompt
 
     def render(self) -> Content:
+        # Narrow (an 80-column terminal): tighter separators, ctrl+x as ^x, no session id,
+        # so that the keys still fit beside the model.
+        compact = self.size.width < COMPACT_BELOW
+        sep = (" │ " if compact else "  │  ", "$text-muted")
         tin, tout = self.tokens
         left: list[str | tuple[str, str]] = [(" ◆ ", "$accent"), (self.model, "bold")]
         if self.label:
-            left += [("  │  ", "$text-muted"), (self.label, "$text-secondary")]
-        left += [("  │  ", "$text-muted"),
-                 (f"↑{short_count(tin)} ↓{short_count(tout)} tokens", "$text-muted")]
-        if self.session_id:
-            left += [("  │  ", "$text-muted"), (f"session {self.session_id}", "$text-muted")]
+            left += [sep, (self.label, "$text-secondary")]
+        tokens = f"↑{short_count(tin)} ↓{short_count(tout)}" + ("" if compact else " tokens")
+        left += [sep, (tokens, "$text-muted")]
+        if self.session_id and not compact:  # (narrow: the keys matter more)
+            left += [sep, (f"session {self.session_id}", "$text-muted")]
         if STATE_LABEL.get(self.state):
-            left += [("  │  ", "$text-muted"), (STATE_LABEL[self.state], "$text-warning")]
+            left += [sep, (STATE_LABEL[self.state], "$text-warning")]
         left_c = Content.assemble(*left)
         # Keys on the right, as many as fit: the state and model matter more.
-        room = self.size.width - left_c.cell_length - 2
+        room = self.size.width - left_c.cell_length - (1 if compact else 2)
         right_c = Content("")
         for key, label, action in KEYS.get(self.state, KEYS["idle"]):
-            text = Content.assemble((key, "bold $footer-key-foreground"), " ", label, "  ")
+            if compact:
+                key = key.replace("ctrl+", "^")
+            text = Content.assemble((key, "bold $footer-key-foreground"), " ", label,
+                                    " " if compact else "  ")
             if action:
                 text = text.stylize(f"@click={action}")
             if right_c.cell_length + text.cell_length > room:
