@@ -21,14 +21,19 @@ from rich.cells import cell_len
 CHUNK_CHARS = 2500  # a chunk is sealed at the first block boundary past this
 HARD_CHARS = 4 * CHUNK_CHARS  # ... and at this length whatever it holds
 SPAN_CHARS = 40 * CHUNK_CHARS  # text never drawn yet is kept in frozen spans of about this
-FENCE = re.compile(r"^ {0,3}(```|~~~)", re.M)
+FENCE = re.compile(r" {0,3}(```|~~~)")  # at a line's start
+_MARK = re.compile(r"```|~~~")
 # A blank line followed by a line that starts a new top-level block (not indented).
 BOUNDARY = re.compile(r"\n[ \t]*\n(?=[^\s])")
 
 
+def _cells(text: str) -> int:
+    return len(text) if text.isascii() else cell_len(text)  # (isascii: one C-speed pass)
+
+
 def _rows(line: str, width: int) -> int:
     """Screen rows a source line takes, wrapped at `width` (an empty one takes one)."""
-    return max(1, -(-cell_len(line) // max(width, 10)))
+    return max(1, -(-_cells(line) // max(width, 10)))
 
 
 def estimate_height(text: str, width: int) -> int:
@@ -41,7 +46,7 @@ def _boundaries(text: str, end: int | None = None) -> Iterator[tuple[int, int]]:
     """(start, end) of each block boundary outside a code fence (text is assumed to begin
     outside one) whose match starts in text[:end]. A new chunk may begin at `end`."""
     end = len(text) if end is None else end
-    fences = [m.start() for m in FENCE.finditer(text, 0, end)]  # once, not per boundary
+    fences = fence_starts(text, end)  # once, not per boundary
     for m in BOUNDARY.finditer(text, 0, end):
         if bisect_left(fences, m.start()) % 2 == 0:
             yield m.start(), m.end()
@@ -83,9 +88,17 @@ def chunk_cuts(text: str, first: int, size: int = CHUNK_CHARS,
     return cuts
 
 
-def fence_starts(text: str) -> list[int]:
-    """Where each fence line of `text` starts (pass to `reopen` when asking many times)."""
-    return [m.start() for m in FENCE.finditer(text)]
+def fence_starts(text: str, end: int | None = None) -> list[int]:
+    """Where each fence line of `text[:end]` starts (pass to `reopen` when asking many
+    times). Found from the fence marks (a C-speed search): a multi-line regex would test
+    every position of a 10 MB line."""
+    end = len(text) if end is None else end
+    starts: list[int] = []
+    for m in _MARK.finditer(text, 0, end):
+        line = text.rfind("\n", 0, m.start()) + 1
+        if (not starts or starts[-1] != line) and FENCE.match(text, line):
+            starts.append(line)
+    return starts
 
 
 def reopen(text: str, cut: int, fences: list[int] | None = None) -> str:
@@ -101,17 +114,22 @@ def reopen(text: str, cut: int, fences: list[int] | None = None) -> str:
     return text[opener:line_end if line_end >= 0 else cut].strip(" ") + "\n"
 
 
-def tail_start(text: str, width: int, height: int, first: int = CHUNK_CHARS) -> int | None:
+def tail_start(text: str, width: int, height: int, first: int = CHUNK_CHARS,
+               cuts: list[int] | None = None) -> int | None:
     """Where the last `height` lines of `text` (wrapped at `width`) begin, moved back to the
     chunk cut (see chunk_cuts) before it: the part of a streaming reply that can be on
-    screen. None when there is no such cut (all of it may be on screen)."""
+    screen. None when there is no such cut (all of it may be on screen). `cuts`:
+    chunk_cuts(text, first), when already known."""
     width = max(width, 10)
     lines = 0
     pos = len(text)
     while pos > 0 and lines < height:
         start = text.rfind("\n", 0, pos - 1) + 1
-        rows = _rows(text[start:pos].rstrip("\n"), width)
-        if lines + rows > height:
+        need = (height - lines) * width
+        # A line far longer than the screen is measured by its end only.
+        end_only = _cells(text[max(start, pos - 2 * need):pos]) >= need
+        rows = height if end_only else _rows(text[start:pos].rstrip("\n"), width)
+        if lines + rows > height or end_only:
             # A line longer than the screen: only its end can be on screen.
             pos = max(start, pos - (height - lines) * width)
             break
@@ -119,7 +137,9 @@ def tail_start(text: str, width: int, height: int, first: int = CHUNK_CHARS) -> 
         pos = start
     if pos == 0:
         return None
-    return next(reversed([cut for cut in chunk_cuts(text, first) if cut <= pos]), None)
+    if cuts is None:
+        cuts = chunk_cuts(text, first)
+    return next(reversed([cut for cut in cuts if cut <= pos]), None)
 
 
 def spaced(cuts: list[int], gap: int, start: int = 0) -> list[int]:

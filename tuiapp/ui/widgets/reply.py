@@ -257,7 +257,7 @@ class AssistantReply(Vertical):
         # Only what can be on screen is drawn: text that came faster than it could be drawn
         # and already ends above the last screenful starts frozen, its height estimated (it
         # is drawn if ever scrolled to, a chunk at a time).
-        tail = tail_start(source, width, self._view_height(), first)
+        tail = tail_start(source, width, self._view_height(), first, cuts)
         self._flooded = tail is not None and tail > done
         if self._flooded:
             assert tail is not None
