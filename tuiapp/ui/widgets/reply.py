@@ -104,7 +104,6 @@ class ReplyMarkdown(Markdown):
             self.styles.height = "auto"
             await self.update(self.drawn_source)
 
-
     async def _split(self) -> None:
         """A frozen span (text that came faster than it could be drawn) becomes its
         chunks, still frozen, each at its estimated height: the transcript thaws those in
