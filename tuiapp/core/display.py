@@ -44,8 +44,8 @@ def _picture(match: re.Match[str]) -> str:
 def printable(text: str, *, drop_escapes: bool = False) -> str:
     """`text` with nothing a terminal would act on: see the module docstring. A CR LF pair
     becomes a newline; a lone CR is shown (␍)."""
-    if not _UNSAFE.search(text):
-        return text  # the common case, one C-speed scan
+    if text.replace("\n", "").replace("\t", "").isprintable() or not _UNSAFE.search(text):
+        return text  # the common case: isprintable is C-speed, the regex ten times slower
     if "\r\n" in text:
         text = text.replace("\r\n", "\n")
     if drop_escapes and "\x1b" in text:
