@@ -102,3 +102,37 @@ async def test_a_resumed_session_and_notifications_are_cleaned(tmp_path: Path) -
         (note,) = list(app._notifications)
         assert note.message == "tool said ␛]52;c;ZWNobyBwd25lZA==␇"
         assert note.title == "from ␛]2;pwned␛\\"
+
+
+EVIL_NAME = r'''#!/usr/bin/env python3
+import json, sys
+if sys.argv[1:] == ["--list-functions"]:
+    print(json.dumps([{"name": "evil", "description": "d",
+                       "parameters": {"type": "object", "properties": {}}}]))
+    sys.exit(0)
+print("ran")
+'''
+
+
+async def test_the_approval_panel_shows_a_hostile_file_name_and_arguments_as_symbols(
+        tmp_path: Path) -> None:
+    from tui_helpers import wait_approval
+
+    root = tmp_path / "proj"
+    (root / "prompts" / "functions").mkdir(parents=True)
+    # (A tool's name is checked by the registry; its file name is not.)
+    write_tool(root / "prompts" / "functions" / "evil\x1b]2;approval-title\x07", EVIL_NAME)
+    (root / "kep.toml").write_text("[tools]\nbuiltins = false\n")  # a project tool: asked
+    provider = ScriptedProvider([
+        [ToolCall("c1", "evil", {"x": f"{OSC52}\x9b\x7f"}), StreamEnd("tool_use")],
+        [TextDelta("ok"), StreamEnd("end_turn")]])
+    app = app_for(root, provider=provider)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(pilot, "go")
+        await wait_approval(pilot)
+        await pilot.pause(0.1)
+        screen = _screen(pilot)
+        _assert_safe(screen)
+        assert "evil␛]2;approval-title␇" in screen  # where it comes from
+        for widget in app.query("#approval Static"):
+            _assert_safe(str(widget.render()))
