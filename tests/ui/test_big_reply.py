@@ -139,3 +139,32 @@ async def test_esc_interrupts_while_a_huge_reply_streams(tmp_path: Path) -> None
         (reply,) = app.query(AssistantReply)
         await until(pilot, lambda: reply.interrupted and reply.done, timeout=BOUND,
                     what="the reply to be marked interrupted")
+
+
+async def test_a_line_cut_into_chunks_is_drawn_without_gaps(tmp_path: Path) -> None:
+    from tuiapp.core.messages import Message as Msg
+    from tuiapp.ui.widgets.transcript import Transcript
+
+    text = "x" * 25_000  # one line: cut twice, mid-line
+    app = app_for(make_project(tmp_path / "proj"),
+                  history=[Msg("user", "hi"), Msg("assistant", text)])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, app.tools_ready.is_set, what="tools")
+        (reply,) = app.query(AssistantReply)
+        chunks = list(reply.query(ReplyMarkdown))
+        assert len(chunks) == 3 and chunks[1].has_class("-continued")
+        assert chunks[0].has_class("-joined") and not chunks[2].has_class("-joined")
+        transcript = app.query_one(Transcript)
+        await until(pilot, lambda: chunks[1].region.height > 0, what="layout")
+        transcript.scroll_to(y=chunks[1].virtual_region.y - 10, animate=False)
+        await until(pilot, lambda: not chunks[0].frozen and not chunks[1].frozen,
+                    what="the chunks around the cut to be drawn")
+        await pilot.pause()
+        rows = [line.strip(" ▕▏▌│▁▂▃▄▅▆▇█") for line in screen_rows(pilot)]
+        xs = [i for i, row in enumerate(rows) if row.startswith("xxxx")]
+        assert len(xs) > 20
+        assert xs == list(range(xs[0], xs[-1] + 1)), "a gap where the line was cut"
+
+
+def screen_rows(pilot: Pilot[Any]) -> list[str]:
+    return [strip.text for strip in pilot.app.screen._compositor.render_strips()]

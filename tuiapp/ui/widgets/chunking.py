@@ -87,6 +87,15 @@ def chunk_cuts(text: str, first: int, size: int = CHUNK_CHARS,
     return cuts
 
 
+_BLOCK_END = re.compile(r"\n[ \t]*\n\Z")
+
+
+def continues(text: str, cut: int) -> bool:
+    """Whether a chunk starting at `cut` continues a block (a forced cut, see chunk_cuts)
+    rather than starting a new one: drawn with no gap after the chunk before it."""
+    return cut > 0 and not _BLOCK_END.search(text, max(0, cut - 200), cut)
+
+
 def fence_starts(text: str, end: int | None = None) -> list[int]:
     """Where each fence line of `text[:end]` starts (pass to `reopen` when asking many
     times). Found with str.find of the marks: a multi-line regex would test every position

@@ -31,6 +31,7 @@ from tuiapp.ui.widgets.chunking import (
     HARD_CHARS,
     SPAN_CHARS,
     chunk_cuts,
+    continues,
     estimate_height,
     fence_starts,
     reopen,
@@ -52,9 +53,12 @@ class ReplyMarkdown(Markdown):
     BLOCKS = REPLY_BLOCKS
 
     def __init__(self, text: str = "", *, frozen_height: int | None = None,
-                 reopen: str = "") -> None:
+                 reopen: str = "", continued: bool = False) -> None:
         frozen = frozen_height is not None
-        super().__init__(None if frozen else (reopen + text or None), classes="reply-chunk")
+        # continued: it starts inside a block the chunk before it ends in (a block too long
+        # to keep whole): the two are drawn without a gap (later.tcss).
+        classes = "reply-chunk -continued" if continued else "reply-chunk"
+        super().__init__(None if frozen else (reopen + text or None), classes=classes)
         self.text = text
         self.reopen = reopen
         self.frozen = frozen  # born frozen: never parsed unless scrolled to
@@ -112,14 +116,20 @@ class ReplyMarkdown(Markdown):
         if not isinstance(parent, Widget):
             return
         width = parent.content_size.width or 80
-        pieces = split_reply(self.drawn_source)
+        source = self.drawn_source
+        pieces = split_reply(source)
         # The first piece starts with this span's own reopening line.
         pieces[0] = (self.reopen, pieces[0][1][len(self.reopen):])
-        chunks = [ReplyMarkdown(text, reopen=opening,
-                                frozen_height=estimate_height(text, width))
-                  for opening, text in pieces]
+        chunks, start = [], 0
+        for opening, text in pieces:
+            chunks.append(ReplyMarkdown(
+                text, reopen=opening, frozen_height=estimate_height(text, width),
+                continued=continues(source, start) if start else self.has_class("-continued")))
+            start += len(text) + (len(self.reopen) if not start else 0)
         await parent.mount_all(chunks, before=self)
         await self.remove()
+        if isinstance(parent, AssistantReply):
+            parent.mark_joins()
 
 
 WARM_UP_TEXT = (
@@ -182,8 +192,11 @@ class AssistantReply(Vertical):
         return self._parts[0] if self._parts else ""
 
     def compose(self) -> ComposeResult:
+        start = 0
         for opening, chunk in split_reply(self._initial):
-            yield ReplyMarkdown(chunk, reopen=opening)
+            yield ReplyMarkdown(chunk, reopen=opening,
+                                continued=continues(self._initial, start))
+            start += len(chunk)
         if self.interrupted:
             self._marked = True
             yield Static("⊘ interrupted", classes="interrupted-mark")
@@ -191,6 +204,7 @@ class AssistantReply(Vertical):
     def on_mount(self) -> None:
         # The app does not wait for this widget to mount: text may already be waiting.
         self._ready = True
+        self.mark_joins()
         if self._pending:
             self.call_later(self._flush)
 
@@ -265,12 +279,15 @@ class AssistantReply(Vertical):
             ends.append(tail)
             fences = fence_starts(source)
             await self._seal(source[done:ends[0]], hidden=True,
-                             reopening=reopen(source, tail, fences))
+                             reopening=reopen(source, tail, fences),
+                             continued=continues(source, tail))
             hidden = [ReplyMarkdown(source[start:end], reopen=reopen(source, start, fences),
-                                    frozen_height=estimate_height(source[start:end], width))
+                                    frozen_height=estimate_height(source[start:end], width),
+                                    continued=continues(source, start))
                       for start, end in pairwise(ends)]
             if hidden:
                 await self.mount_all(hidden, before=self._live)
+                self.mark_joins()
             assert self._live is not None
             drawn = self._live.reopen
             source, done = drawn + source[tail:], len(drawn)
@@ -281,9 +298,16 @@ class AssistantReply(Vertical):
         fences = fence_starts(source)
         for cut in cuts:
             await self._feed(source[start:cut])
-            await self._seal(reopening=reopen(source, cut, fences))
+            await self._seal(reopening=reopen(source, cut, fences),
+                             continued=continues(source, cut))
             start = cut
         await self._feed(source[start:])
+
+    def mark_joins(self) -> None:
+        """A chunk followed by one that continues its last block ends with no gap."""
+        chunks = list(self.query_children(ReplyMarkdown))
+        for chunk, after in pairwise(chunks):
+            chunk.set_class(after.has_class("-continued"), "-joined")
 
     def _view_height(self) -> int:
         """Lines of the reply that can be on screen at once."""
@@ -309,7 +333,7 @@ class AssistantReply(Vertical):
         self._appended.set()
 
     async def _seal(self, rest: str = "", *, hidden: bool = False,
-                    reopening: str = "") -> None:
+                    reopening: str = "", continued: bool = False) -> None:
         """The live chunk is complete: stop its stream, start a new chunk after it (drawn
         after `reopening`). A hidden one takes `rest` undrawn and freezes at its estimated
         height."""
@@ -320,8 +344,9 @@ class AssistantReply(Vertical):
             done.text += rest
             await done.freeze(estimate_height(done.drawn_source,
                                               self.content_size.width or 80))
-        chunk = ReplyMarkdown(reopen=reopening)
+        chunk = ReplyMarkdown(reopen=reopening, continued=continued)
         await self.mount(chunk, after=done)
+        self.mark_joins()
         self._live, self._stream = chunk, Markdown.get_stream(chunk)
 
     async def _stop_stream(self) -> None:
