@@ -168,3 +168,16 @@ async def test_a_line_cut_into_chunks_is_drawn_without_gaps(tmp_path: Path) -> N
 
 def screen_rows(pilot: Pilot[Any]) -> list[str]:
     return [strip.text for strip in pilot.app.screen._compositor.render_strips()]
+
+
+async def test_after_a_huge_reply_the_next_turn_is_shown(tmp_path: Path) -> None:
+    provider = ScriptedProvider([[TextDelta("q" * MB2), StreamEnd("end_turn")],
+                                 [TextDelta("the second answer"), StreamEnd("end_turn")]])
+    app = app_for(make_project(tmp_path / "proj"), provider=provider)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "first")
+        await wait_idle(pilot)
+        await send(pilot, "second")
+        await until(pilot, lambda: "the second answer" in _screen_text(pilot), timeout=BOUND,
+                    what="the second reply on screen")
+        assert "second" in _screen_text(pilot)

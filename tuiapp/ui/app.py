@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import events, work
+from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -38,6 +38,7 @@ from tuiapp.ui import commands
 from tuiapp.ui.actions import SessionActions
 from tuiapp.ui.bridge import ApprovalBroker, EventBridge
 from tuiapp.ui.messages import ApprovalRequested, CoreEvent, ReplyText
+from tuiapp.ui.narrow import BREAKPOINTS, NarrowLayout
 from tuiapp.ui.prompt_commands import SessionStarts
 from tuiapp.ui.themes import register_themes, set_startup_theme
 from tuiapp.ui.widgets.prompt_input import PromptInput
@@ -51,21 +52,17 @@ if TYPE_CHECKING:
     from tuiapp.ui.widgets.tool_panes import ToolPanes
 
 
-NARROW_BELOW = 100  # columns: below this the side panels fold into overlays (later.tcss)
-
-
 class ChatScreen(Screen[None]):
     # Focus starts in the prompt. Textual's default ("*") would focus the transcript first and
     # then move: two restyles of the whole transcript before the first frame.
     AUTO_FOCUS = "#prompt"
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"),
-                                                                (NARROW_BELOW, "-wide")]
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = BREAKPOINTS  # ui/narrow.py
 
 
 LATER_CSS = Path(__file__).with_name("later.tcss")
 
 
-class KepApp(SessionStarts, SessionActions, App[int]):
+class KepApp(SessionStarts, SessionActions, NarrowLayout, App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "kep"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -96,8 +93,6 @@ class KepApp(SessionStarts, SessionActions, App[int]):
             self.theme_errors.append(f"theme {ws.config.theme!r} not found; using the default")
             self.stylesheet.set_variables(self.get_css_variables())
         self._panes_hidden_by_user = False
-        self._narrow = False
-        self._wide_panels = (False, False)  # panes, functions shown when it last was wide
         # Set by `kep` (commands/tui.py), which starts with the garbage collector off.
         self.resume_gc = False
         self._later_css = False
@@ -319,7 +314,7 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         self.query_one(Transcript).handle(event)
         self.panes.handle(event)
         if (isinstance(event, ToolCallRequested) and not self._panes_hidden_by_user
-                and not self._narrow):  # (narrow: an overlay opens only when asked for)
+                and not self.narrow):  # (narrow: an overlay opens only when asked for)
             self.panes.remove_class("-hidden")
         if isinstance(event, ToolCallStarted):
             self.set_state("tools")
@@ -367,23 +362,6 @@ class KepApp(SessionStarts, SessionActions, App[int]):
 
     def action_toggle_functions(self) -> None:
         self.functions.toggle_class("-hidden")
-
-    def on_resize(self, event: events.Resize) -> None:
-        """Crossing NARROW_BELOW: the side panels become overlays (CSS), folded away at
-        first (they would cover the chat); back to wide, they are as they were."""
-        narrow = event.size.width < NARROW_BELOW
-        if narrow == self._narrow:
-            return
-        self._narrow = narrow
-        panes, functions = self.panes, self.functions
-        if narrow:
-            self._wide_panels = (not panes.has_class("-hidden"),
-                                 not functions.has_class("-hidden"))
-            panes.add_class("-hidden")
-            functions.add_class("-hidden")
-        else:
-            panes.set_class(not self._wide_panels[0], "-hidden")
-            functions.set_class(not self._wide_panels[1], "-hidden")
 
     def action_reload_tools(self) -> None:
         self.refresh_tools()
