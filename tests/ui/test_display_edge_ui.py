@@ -136,3 +136,21 @@ async def test_the_approval_panel_shows_a_hostile_file_name_and_arguments_as_sym
         assert "evil␛]2;approval-title␇" in screen  # where it comes from
         for widget in app.query("#approval Static"):
             _assert_safe(str(widget.render()))
+
+
+async def test_the_tuis_session_export_has_no_raw_control_character(tmp_path: Path) -> None:
+    from tuiapp.core.store import Store
+
+    provider = ScriptedProvider([[TextDelta(f"Reply {OSC52} \x9b"), StreamEnd("end_turn")]])
+    root = _project(tmp_path / "proj")
+    with Store.open() as store:
+        app = app_for(root, provider=provider, store=store)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await send(pilot, f"hi {OSC2}")
+            await wait_idle(pilot)
+            app.action_export_session()
+            target = root / f"kep-session-{app.chat.session_id}.md"
+            await until(pilot, target.exists, what="the export")
+    text = target.read_text(encoding="utf-8")
+    assert not UNSAFE.search(text)
+    assert "Reply ␛]52;c;ZWNobyBwd25lZA==␇" in text and "hi ␛]2;pwned␛\\" in text

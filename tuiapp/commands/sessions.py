@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tuiapp.commands._common import fail, project_root
 from tuiapp.core import transcript
-from tuiapp.core.display import json_printable, printable
+from tuiapp.core.display import printable
 from tuiapp.core.store import SessionInfo, Store, StoreError, UnknownSession
 
 TITLE_WIDTH = 60
@@ -29,12 +29,11 @@ def main(args: argparse.Namespace) -> int:
         except UnknownSession as e:
             fail(str(e))
     if action == "show":
-        sys.stdout.write(printable(transcript.to_text(t)))
+        sys.stdout.write(transcript.to_text(t))  # (printable: core.display)
         return 0
-    # Exports keep the text but never a raw control character (core.display): a Markdown
-    # file is read on terminals too; JSON escapes them, so its data is unchanged.
-    text = (printable(transcript.to_markdown(t)) if args.format == "md"
-            else json_printable(transcript.to_json(t)))
+    # (Exports keep the text but never a raw control character: core.display, applied in
+    # core.transcript, so the TUI's export is the same.)
+    text = transcript.to_markdown(t) if args.format == "md" else transcript.to_json(t)
     if args.output:
         try:
             Path(args.output).write_text(text, encoding="utf-8")
