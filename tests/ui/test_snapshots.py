@@ -154,3 +154,39 @@ def test_functions_panel_with_broken_tool(snap_compare, tmp_path: Path) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=APP_SIZE, run_before=run_before)
+
+
+# ---- narrow terminals: the side panels fold into overlays -------------------------------------
+
+def test_chat_at_80x24(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    app = kep_app(demo_project(tmp_path))
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await _ask(pilot, "what can you do?")
+        await pilot.pause(0.1)
+        await _until(pilot, lambda: not app.busy, "the end of the answer")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_functions_overlay_at_60x20(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    app = kep_app(demo_project(tmp_path))
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await _ready(pilot)
+        await pilot.press("ctrl+f")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(60, 20), run_before=run_before)
+
+
+def test_tool_panes_overlay_at_60x20(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    app = kep_app(demo_project(tmp_path))
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await _ready(pilot)
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(60, 20), run_before=run_before)

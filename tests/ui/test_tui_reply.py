@@ -43,8 +43,13 @@ async def test_a_long_streamed_reply_is_chunked_frozen_and_thawed(tmp_path: Path
         assert not chunks[-1].frozen  # the end is in view
         assert not chunks[0].children  # frozen: no block widgets left to lay out
         transcript.scroll_home(animate=False)
-        await until(pilot, lambda: not chunks[0].frozen and chunks[0].children,
+
+        def first_chunk() -> ReplyMarkdown:  # (a frozen span is split into chunks)
+            return reply.query(ReplyMarkdown).first()
+
+        await until(pilot, lambda: not first_chunk().frozen and first_chunk().children,
                     what="the first chunk to thaw")
+        assert "".join(c.text for c in reply.query(ReplyMarkdown)) == reply.text
         await until(pilot, lambda: chunks[-1].frozen, what="the last chunk to freeze")
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from tuiapp import paths
 from tuiapp.commands._common import load_config, note_untrusted
+from tuiapp.core.display import printable, printable_line
 from tuiapp.tools.model import BrokenTool, ToolSpec
 
 if TYPE_CHECKING:
@@ -94,9 +95,11 @@ def print_table(entries: list[ToolSpec | BrokenTool], root: Path) -> None:
     for e in entries:
         if isinstance(e, ToolSpec):
             desc = (e.description.strip().splitlines() or [""])[0]
-            rows.append((e.name, e.format, show_source(e.source, root), "ok", desc))
+            rows.append((printable_line(e.name), e.format,
+                         printable_line(show_source(e.source, root)), "ok", printable_line(desc)))
         else:
-            rows.append(("-", e.format, show_source(e.source, root), "broken", e.error))
+            rows.append(("-", e.format, printable_line(show_source(e.source, root)), "broken",
+                         printable(e.error)))
     head = ("NAME", "FORMAT", "SOURCE", "STATUS", "DESCRIPTION")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
     width = shutil.get_terminal_size((120, 24)).columns

@@ -23,6 +23,7 @@ from typing import Any
 
 from tuiapp.commands._common import load_config, note_untrusted
 from tuiapp.config import Config, ConfigError
+from tuiapp.core.display import json_printable, printable
 from tuiapp.core.events import RegistryChanged
 from tuiapp.tools.reloader import Reloader, broken_reasons, describe
 from tuiapp.workspace import Workspace
@@ -47,7 +48,8 @@ class _Printer:
         if self.closed:
             return
         try:
-            print(json.dumps(obj, ensure_ascii=False) if self.as_json else text, flush=True)
+            print(json_printable(json.dumps(obj, ensure_ascii=False)) if self.as_json
+                  else printable(text), flush=True)
         except BrokenPipeError:  # `| head`: the reader is gone, so are we
             self.closed = True
             with contextlib.suppress(OSError):  # no second error when Python flushes at exit

@@ -17,6 +17,7 @@ from tuiapp.commands import _start
 from tuiapp.commands._common import fail, load_config, require_trust
 from tuiapp.core import policy, session_admin
 from tuiapp.core.conversation import Approval, Approver, allow_all, deny_all
+from tuiapp.core.display import StreamPrintable, json_printable, printable
 from tuiapp.core.events import (
     UNFINISHED_STOPS,
     Event,
@@ -46,6 +47,7 @@ class Printer:
         self.as_json, self.out, self.err = as_json, out, err
         self.failed = False
         self._at_line_start = True
+        self._reply_text = StreamPrintable()  # the display edge (core.display)
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, ToolFinished) and event.status in ("failed", "timed_out"):
@@ -53,13 +55,15 @@ class Printer:
         if isinstance(event, ProviderError):
             self.failed = True
         if self.as_json:
-            self.out.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
+            self.out.write(json_printable(json.dumps(event.to_json(), ensure_ascii=False)) + "\n")
             self.out.flush()
             return
         if isinstance(event, TextDelta):
-            self.out.write(event.text)
-            self.out.flush()
-            self._at_line_start = event.text.endswith("\n")
+            text = self._reply_text(event.text)
+            if text:
+                self.out.write(text)
+                self.out.flush()
+                self._at_line_start = text.endswith("\n")
         elif isinstance(event, MessageAdded) and event.message.role == "assistant":
             if not self._at_line_start:
                 self.out.write("\n")
@@ -82,12 +86,12 @@ class Printer:
         elif isinstance(event, Notice):
             self._note(f"kep: {event.text}")
         elif isinstance(event, PromptOutput):  # a .prompt file's `.print`: its output
-            self.out.write(("" if self._at_line_start else "\n") + event.text + "\n")
+            self.out.write(("" if self._at_line_start else "\n") + printable(event.text) + "\n")
             self.out.flush()
             self._at_line_start = True
 
     def _note(self, line: str) -> None:
-        self.err.write(line + "\n")
+        self.err.write(printable(line) + "\n")
         self.err.flush()
 
 
@@ -129,7 +133,7 @@ def tty_approver() -> Approver:
     async def ask(call: ToolCall, spec: ToolSpec, verdict: policy.Verdict) -> Approval:
         args = json.dumps(call.arguments, ensure_ascii=False)
         why = f"asking again: {verdict.again}; {verdict.rule}" if verdict.again else verdict.rule
-        prompt = f"Allow {call.name} {args}? ({why}) [y/N] "
+        prompt = printable(f"Allow {call.name} {args}? ({why}) [y/N] ")
         answer = await asyncio.to_thread(_read_answer, prompt)
         return Approval(answer in ("y", "yes"))
 

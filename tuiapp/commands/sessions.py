@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tuiapp.commands._common import fail, project_root
 from tuiapp.core import session_admin, transcript
+from tuiapp.core.display import printable
 from tuiapp.core.store import SessionInfo, Store, StoreError, UnknownSession
 
 TITLE_WIDTH = 60
@@ -35,8 +36,10 @@ def main(args: argparse.Namespace) -> int:
         except UnknownSession as e:
             fail(str(e))
     if action == "show":
-        sys.stdout.write(transcript.to_text(t))
+        sys.stdout.write(transcript.to_text(t))  # (printable: core.display)
         return 0
+    # (Exports keep the text but never a raw control character: core.display, applied in
+    # core.transcript, so the TUI's export is the same.)
     text = transcript.to_markdown(t) if args.format == "md" else transcript.to_json(t)
     if args.output:
         try:
@@ -59,13 +62,13 @@ def _list(store: Store, args: argparse.Namespace) -> int:
         return 0
     print(_row("ID", "UPDATED", "MODEL", "MSGS", "TITLE", "PROJECT" if every else None))
     for s in sessions:
-        print(_row(s.id, transcript.when(s.updated), s.model, str(s.message_count),
-                   _title(s), s.project_root if every else None))
+        print(printable(_row(s.id, transcript.when(s.updated), s.model, str(s.message_count),
+                             _title(s), s.project_root if every else None)))
     return 0
 
 
 def _title(s: SessionInfo) -> str:
-    title = s.title or "(no message)"
+    title = (s.title or "(no message)").replace("\n", " ")
     return title if len(title) <= TITLE_WIDTH else title[: TITLE_WIDTH - 1] + "…"
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from tuiapp.core.display import json_printable, printable
 from tuiapp.core.messages import Message, ToolCall
 from tuiapp.core.store import SessionInfo, Store, ToolCallRecord
 
@@ -97,7 +98,7 @@ def to_text(t: Transcript) -> str:
         if m.interrupted and not m.content:
             lines.append("(no text arrived)")
         lines.append("")
-    return "\n".join(lines)
+    return printable("\n".join(lines))  # the display edge: shown on a terminal
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -127,7 +128,8 @@ def to_markdown(t: Transcript) -> str:
                     _fence(args, "json"), ""]
         if m.interrupted:
             out += ["*(reply interrupted)*", ""]
-    return "\n".join(out)
+    # The text is kept, never a raw control character: Markdown is read on terminals too.
+    return printable("\n".join(out))
 
 
 def to_json(t: Transcript) -> str:
@@ -137,4 +139,5 @@ def to_json(t: Transcript) -> str:
     doc = {"session": session,
            "messages": [m.to_dict() for m in t.messages],
            "tool_calls": [c.to_dict() for c in t.calls]}
-    return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    # Exact data; the control characters json.dumps leaves raw are written as \u escapes.
+    return json_printable(json.dumps(doc, ensure_ascii=False, indent=2)) + "\n"

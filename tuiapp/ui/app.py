@@ -17,10 +17,12 @@ from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input, TextArea
 from textual.worker import Worker, WorkerState
 
+from tuiapp.core.display import printable, printable_line
 from tuiapp.core.events import (
     Event,
     RegistryChanged,
@@ -37,6 +39,7 @@ from tuiapp.ui import commands
 from tuiapp.ui.actions import SessionActions
 from tuiapp.ui.bridge import ApprovalBroker, EventBridge
 from tuiapp.ui.messages import ApprovalRequested, CoreEvent, ReplyText
+from tuiapp.ui.narrow import BREAKPOINTS, NarrowLayout
 from tuiapp.ui.prompt_commands import SessionStarts
 from tuiapp.ui.themes import register_themes, set_startup_theme
 from tuiapp.ui.widgets.prompt_input import PromptInput
@@ -55,6 +58,7 @@ class ChatScreen(Screen[None]):
     # Focus starts in the prompt. Textual's default ("*") would focus the transcript first and
     # then move: two restyles of the whole transcript before the first frame.
     AUTO_FOCUS = "#prompt"
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = BREAKPOINTS  # ui/narrow.py
 
     def on_key(self, event: events.Key) -> None:
         """A printable key that nothing focused can use goes to the prompt: typing is never
@@ -84,7 +88,7 @@ class ChatScreen(Screen[None]):
 LATER_CSS = Path(__file__).with_name("later.tcss")
 
 
-class KepApp(SessionStarts, SessionActions, App[int]):
+class KepApp(SessionStarts, SessionActions, NarrowLayout, App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "kep"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -129,6 +133,13 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         if not getattr(self, "_themes_registered", False):
             return {}
         return super().get_css_variables()
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Notifications carry foreign text (tool names, a server's error): the display edge
+        (core.display) for every one of them."""
+        super().notify(printable(message), title=printable_line(title), severity=severity,
+                       timeout=timeout, markup=markup)
 
     def _sink(self, event: Event) -> None:
         self.broker.observe(event)
@@ -394,7 +405,8 @@ class KepApp(SessionStarts, SessionActions, App[int]):
         event = message.event
         self.query_one(Transcript).handle(event)
         self.panes.handle(event)
-        if isinstance(event, ToolCallRequested) and not self._panes_hidden_by_user:
+        if (isinstance(event, ToolCallRequested) and not self._panes_hidden_by_user
+                and not self.narrow):  # (narrow: an overlay opens only when asked for)
             self.panes.remove_class("-hidden")
         if isinstance(event, ToolCallStarted):
             self.set_state("tools")

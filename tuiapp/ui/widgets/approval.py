@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.widgets import Button, Input, Static, TextArea
 
 from tuiapp.core.conversation import Approval
+from tuiapp.core.display import printable, printable_line
 from tuiapp.tools.schema import arguments_error
 from tuiapp.ui.bridge import PendingApproval
 
@@ -121,7 +122,7 @@ class ApprovalPanel(Vertical, can_focus=True):
             return
         more = f"   (+{len(self.queue) - 1} waiting)" if len(self.queue) > 1 else ""
         self.query_one(".approval-title", Static).update(Content.assemble(
-            "Run ", (req.call.name, "bold"), "?", (more, "dim")))
+            "Run ", (printable_line(req.call.name), "bold"), "?", (more, "dim")))
 
     def _show(self) -> None:
         req = self.current
@@ -135,8 +136,9 @@ class ApprovalPanel(Vertical, can_focus=True):
         except ValueError:
             pass
         self.query_one(".approval-source", Static).update(
-            Content.assemble(("from ", "dim"), source, (f"  ({req.spec.format})", "dim")))
-        pretty = json.dumps(req.call.arguments, indent=2, ensure_ascii=False)
+            Content.assemble(("from ", "dim"), printable_line(source),
+                             (f"  ({req.spec.format})", "dim")))
+        pretty = printable(json.dumps(req.call.arguments, indent=2, ensure_ascii=False))
         from textual.highlight import highlight  # Pygments: loaded when first needed
 
         self.query_one(".approval-json", Static).update(highlight(pretty, language="json"))

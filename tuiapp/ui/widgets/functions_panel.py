@@ -20,6 +20,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from tuiapp import paths
+from tuiapp.core.display import printable, printable_line
 from tuiapp.tools.model import BrokenTool, ToolSpec
 
 Entry = ToolSpec | BrokenTool
@@ -140,15 +141,17 @@ class FunctionsPanel(Widget):
 
     def _tool_prompt(self, tool: ToolSpec) -> Content:
         return Content.assemble(
-            ("✔ ", "$text-success"), (tool.name, "bold"), "  ", (tool.format, "$text-accent"),
-            "\n", (self._indented(short_source(tool.source, self.root)), "$text-muted"),
+            ("✔ ", "$text-success"), (printable_line(tool.name), "bold"), "  ",
+            (tool.format, "$text-accent"), "\n",
+            (self._indented(printable_line(short_source(tool.source, self.root))), "$text-muted"),
         )
 
     def _broken_prompt(self, tool: BrokenTool) -> Content:
         return Content.assemble(
-            ("✗ ", "$text-error"), (short_source(tool.source, self.root), "bold $text-error"),
+            ("✗ ", "$text-error"),
+            (printable_line(short_source(tool.source, self.root)), "bold $text-error"),
             "  ", (tool.format, "$text-accent"),
-            "\n", (self._indented(tool.error), "$text-error"),
+            "\n", (self._indented(printable(tool.error)), "$text-error"),
         )
 
     def on_resize(self) -> None:
@@ -163,9 +166,10 @@ class FunctionsPanel(Widget):
         widget.display = bool(self.servers)
         parts: list[str | tuple[str, str]] = [("MCP servers", "bold")]
         for name, (state, detail) in sorted(self.servers.items()):
-            parts += ["\n  ", (name, "bold"), " ", (state, SERVER_STYLES.get(state, "$text-muted"))]
+            parts += ["\n  ", (printable_line(name), "bold"), " ",
+                      (state, SERVER_STYLES.get(state, "$text-muted"))]
             if detail:
-                parts.append((f" ({detail})", "$text-muted"))
+                parts.append((f" ({printable_line(detail)})", "$text-muted"))
         widget.update(Content.assemble(*parts))
 
 

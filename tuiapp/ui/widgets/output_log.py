@@ -21,23 +21,21 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tuiapp.core.display import printable
+
 Stream = Literal["stdout", "stderr"]
 
 # One stored line never exceeds this many characters: a tool printing 50 MB without a newline
 # still yields bounded lines (the rest continues on the next line).
 LINE_CAP = 2000
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _NEEDS_CLEAN = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")  # control chars but \n (\t, \r too)
 
 
 def _clean(text: str) -> str:
-    """Terminal escapes would corrupt the screen: strip them; other control chars → �."""
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    if "\t" in text:
-        text = text.expandtabs()
-    return _CONTROL.sub("\N{REPLACEMENT CHARACTER}", text)
+    """Terminal escapes are dropped (colours would show as noise), other control characters
+    made visible (the display edge, core.display); tabs expanded."""
+    text = printable(text, drop_escapes=True)
+    return text.expandtabs() if "\t" in text else text
 
 
 class OutputLog(ScrollView, can_focus=True):

@@ -28,9 +28,15 @@ from textual.widgets.markdown import MarkdownStream
 
 from tuiapp.ui.widgets.chunking import (
     CHUNK_CHARS,
+    HARD_CHARS,
+    SPAN_CHARS,
     chunk_cuts,
+    continues,
     estimate_height,
-    split_markdown,
+    fence_starts,
+    reopen,
+    spaced,
+    split_reply,
     tail_start,
 )
 from tuiapp.ui.widgets.markdown_blocks import REPLY_BLOCKS
@@ -41,20 +47,32 @@ APPEND_WAIT = 2.0  # seconds to wait for an append before feeding more anyway
 
 
 class ReplyMarkdown(Markdown):
-    """One chunk of a reply. `text` is its source, kept for freezing and thawing."""
+    """One chunk of a reply. `text` is its part of the reply, kept for freezing and thawing;
+    it is drawn after `reopen` (a code fence's opening line when the chunk starts inside one,
+    see chunking.reopen)."""
 
     BLOCKS = REPLY_BLOCKS
 
-    def __init__(self, text: str = "", *, frozen_height: int | None = None) -> None:
+    def __init__(self, text: str = "", *, frozen_height: int | None = None,
+                 reopen: str = "", continued: bool = False) -> None:
         frozen = frozen_height is not None
-        super().__init__(None if frozen else (text or None), classes="reply-chunk")
+        # continued: it starts inside a block the chunk before it ends in (a block too long
+        # to keep whole): the two are drawn without a gap (later.tcss).
+        classes = "reply-chunk -continued" if continued else "reply-chunk"
+        super().__init__(None if frozen else (reopen + text or None), classes=classes)
         self.text = text
+        self.reopen = reopen
         self.frozen = frozen  # born frozen: never parsed unless scrolled to
         if frozen_height is not None:
             self.styles.height = frozen_height
 
+    @property
+    def drawn_source(self) -> str:
+        """What is drawn: the text after its reopening line."""
+        return self.reopen + self.text
+
     async def _on_mount(self, event: events.Mount) -> None:
-        if self.frozen or not self.text:
+        if self.frozen or not self.drawn_source:
             # Nothing to draw: Markdown's own handler would parse an empty document (in a
             # worker thread) and announce an empty table of contents, and frozen chunks are
             # mounted by the dozen.
@@ -84,10 +102,35 @@ class ReplyMarkdown(Markdown):
             self.styles.height = height
 
     async def thaw(self) -> None:
-        if self.frozen:
+        if self.frozen and len(self.text) > HARD_CHARS:
+            await self._split()
+        elif self.frozen:
             self.frozen = False
             self.styles.height = "auto"
-            await self.update(self.text)
+            await self.update(self.drawn_source)
+
+    async def _split(self) -> None:
+        """A frozen span (text that came faster than it could be drawn) becomes its
+        chunks, still frozen, each at its estimated height: the transcript thaws those in
+        view. Drawn whole, a span would hold the screen for seconds."""
+        parent = self.parent
+        if not isinstance(parent, Widget):
+            return
+        width = parent.content_size.width or 80
+        source = self.drawn_source
+        pieces = split_reply(source)
+        # The first piece starts with this span's own reopening line.
+        pieces[0] = (self.reopen, pieces[0][1][len(self.reopen):])
+        chunks, start = [], 0
+        for opening, text in pieces:
+            chunks.append(ReplyMarkdown(
+                text, reopen=opening, frozen_height=estimate_height(text, width),
+                continued=continues(source, start) if start else self.has_class("-continued")))
+            start += len(text) + (len(self.reopen) if not start else 0)
+        await parent.mount_all(chunks, before=self)
+        await self.remove()
+        if isinstance(parent, AssistantReply):
+            parent.mark_joins()
 
 
 WARM_UP_TEXT = (
@@ -155,8 +198,11 @@ class AssistantReply(Vertical):
         self._composed = True
         if self.thinking is not None:
             yield self.thinking
-        for chunk in split_markdown(self._initial):
-            yield ReplyMarkdown(chunk)
+        start = 0
+        for opening, chunk in split_reply(self._initial):
+            yield ReplyMarkdown(chunk, reopen=opening,
+                                continued=continues(self._initial, start))
+            start += len(chunk)
         if self.interrupted:
             self._marked = True
             yield Static("⊘ interrupted", classes="interrupted-mark")
@@ -164,6 +210,7 @@ class AssistantReply(Vertical):
     def on_mount(self) -> None:
         # The app does not wait for this widget to mount: text may already be waiting.
         self._ready = True
+        self.mark_joins()
         if self._pending:
             self.call_later(self._flush)
 
@@ -227,30 +274,54 @@ class AssistantReply(Vertical):
             self._live = live
             self._stream = Markdown.get_stream(live)
         assert self._live is not None and self._stream is not None
-        combined = self._live.text + text
-        done = len(self._live.text)
+        # Cuts are found in what the live chunk draws (its reopening line, its text, the new
+        # text): `done` of it is already drawn and stays in the live chunk.
+        source = self._live.drawn_source + text
+        done = len(source) - len(text)
+        first = max(CHUNK_CHARS, done)
+        cuts = chunk_cuts(source, first)
         width = self.content_size.width or 80
         # Only what can be on screen is drawn: text that came faster than it could be drawn
         # and already ends above the last screenful starts frozen, its height estimated (it
         # is drawn if ever scrolled to, a chunk at a time).
-        tail = tail_start(combined, width, self._view_height())
+        tail = tail_start(source, width, self._view_height(), first, cuts)
         self._flooded = tail is not None and tail > done
         if self._flooded:
-            ends = [c for c in chunk_cuts(combined, max(CHUNK_CHARS, done)) if c < tail]
+            assert tail is not None
+            # In spans of many chunks: thousands of widgets would slow every frame.
+            ends = spaced([c for c in cuts if c < tail], SPAN_CHARS, done)
             ends.append(tail)
-            await self._seal(combined[done:ends[0]], hidden=True)
-            hidden = [combined[start:end] for start, end in pairwise(ends)]
+            fences = fence_starts(source)
+            await self._seal(source[done:ends[0]], hidden=True,
+                             reopening=reopen(source, tail, fences),
+                             continued=continues(source, tail))
+            hidden = [ReplyMarkdown(source[start:end], reopen=reopen(source, start, fences),
+                                    frozen_height=estimate_height(source[start:end], width),
+                                    continued=continues(source, start))
+                      for start, end in pairwise(ends)]
             if hidden:
-                await self.mount_all([ReplyMarkdown(piece, frozen_height=estimate_height(
-                    piece, width)) for piece in hidden], before=self._live)
-            combined, done = combined[tail:], 0
+                await self.mount_all(hidden, before=self._live)
+                self.mark_joins()
+            assert self._live is not None
+            drawn = self._live.reopen
+            source, done = drawn + source[tail:], len(drawn)
+            first = max(CHUNK_CHARS, done)
+            cuts = chunk_cuts(source, first)
         # The rest is drawn, in chunks of about CHUNK_CHARS.
         start = done
-        for cut in chunk_cuts(combined, max(CHUNK_CHARS, done)):
-            await self._feed(combined[start:cut])
-            await self._seal()
+        fences = fence_starts(source)
+        for cut in cuts:
+            await self._feed(source[start:cut])
+            await self._seal(reopening=reopen(source, cut, fences),
+                             continued=continues(source, cut))
             start = cut
-        await self._feed(combined[start:])
+        await self._feed(source[start:])
+
+    def mark_joins(self) -> None:
+        """A chunk followed by one that continues its last block ends with no gap."""
+        chunks = list(self.query_children(ReplyMarkdown))
+        for chunk, after in pairwise(chunks):
+            chunk.set_class(after.has_class("-continued"), "-joined")
 
     def _view_height(self) -> int:
         """Lines of the reply that can be on screen at once."""
@@ -275,17 +346,21 @@ class AssistantReply(Vertical):
         """The live chunk finished an append: the next slice may go."""
         self._appended.set()
 
-    async def _seal(self, rest: str = "", *, hidden: bool = False) -> None:
-        """The live chunk is complete: stop its stream, start a new chunk after it. A hidden
-        one takes `rest` undrawn and freezes at its estimated height."""
+    async def _seal(self, rest: str = "", *, hidden: bool = False,
+                    reopening: str = "", continued: bool = False) -> None:
+        """The live chunk is complete: stop its stream, start a new chunk after it (drawn
+        after `reopening`). A hidden one takes `rest` undrawn and freezes at its estimated
+        height."""
         assert self._stream is not None and self._live is not None
         await self._stop_stream()
         done = self._live
         if hidden:
             done.text += rest
-            await done.freeze(estimate_height(done.text, self.content_size.width or 80))
-        chunk = ReplyMarkdown()
+            await done.freeze(estimate_height(done.drawn_source,
+                                              self.content_size.width or 80))
+        chunk = ReplyMarkdown(reopen=reopening, continued=continued)
         await self.mount(chunk, after=done)
+        self.mark_joins()
         self._live, self._stream = chunk, Markdown.get_stream(chunk)
 
     async def _stop_stream(self) -> None:

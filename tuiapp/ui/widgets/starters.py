@@ -14,6 +14,8 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import Static
 
+from tuiapp.core.display import printable, printable_line
+
 MAX_STARTERS = 9
 
 
@@ -48,10 +50,11 @@ class Starters(Vertical):
 
     def compose(self) -> ComposeResult:
         hint = "  ·  type a number to send one · esc hides these"
-        yield Static(Content.assemble((self.title, "bold"), (hint, "$text-muted")),
+        yield Static(Content.assemble((printable_line(self.title), "bold"), (hint, "$text-muted")),
                      classes="starters-title")
         for i, text in enumerate(self.starters, 1):
-            yield Static(Content.assemble((f" {i} ", "bold reverse $accent"), " ", text),
+            yield Static(Content.assemble((f" {i} ", "bold reverse $accent"), " ",
+                                          printable(text)),
                          classes="starter", name=str(i))
 
     def text_for(self, key: str) -> str | None:

@@ -23,6 +23,7 @@ KEYS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "error": (("ctrl+r", "retry", "app.retry"), ("enter", "send", ""),
               ("ctrl+p", "commands", "app.command_palette")),
 }
+COMPACT_BELOW = 100  # columns (as the app's narrow layout)
 STATE_LABEL = {"idle": "", "streaming": "● answering", "tools": "⌛ running tools",
                "approval": "? waiting for you", "error": "✗ request failed"}
 
@@ -58,14 +59,20 @@ class StatusFooter(Widget):
     label: reactive[str | None] = reactive(None)  # active agent / prompt
 
     def render(self) -> Content:
-        left_c = self._left(short=False)
-        if left_c.cell_length > self.size.width:  # narrow: the short usage form
-            left_c = self._left(short=True)
+        # Narrow (an 80-column terminal): tighter separators, the short usage form, ctrl+x as
+        # ^x and no session id, so that the keys still fit beside the model.
+        compact = self.size.width < COMPACT_BELOW
+        left_c = self._left(short=compact, compact=compact)
+        if left_c.cell_length > self.size.width:
+            left_c = self._left(short=True, compact=True)
         # Keys on the right, as many as fit: the state and model matter more.
-        room = self.size.width - left_c.cell_length - 2
+        room = self.size.width - left_c.cell_length - (1 if compact else 2)
         right_c = Content("")
         for key, label, action in KEYS.get(self.state, KEYS["idle"]):
-            text = Content.assemble((key, "bold $footer-key-foreground"), " ", label, "  ")
+            if compact:
+                key = key.replace("ctrl+", "^")
+            text = Content.assemble((key, "bold $footer-key-foreground"), " ", label,
+                                    " " if compact else "  ")
             if action:
                 text = text.stylize(f"@click={action}")
             if right_c.cell_length + text.cell_length > room:
@@ -74,14 +81,14 @@ class StatusFooter(Widget):
         gap = max(1, self.size.width - left_c.cell_length - right_c.cell_length)
         return left_c + Content(" " * gap) + right_c
 
-    def _left(self, *, short: bool) -> Content:
+    def _left(self, *, short: bool, compact: bool = False) -> Content:
+        sep = (" │ " if compact else "  │  ", "$text-muted")
         left: list[str | tuple[str, str]] = [(" ◆ ", "$accent"), (self.model, "bold")]
         if self.label:
-            left += [("  │  ", "$text-muted"), (self.label, "$text-secondary")]
-        left += [("  │  ", "$text-muted"),
-                 (usage_text(self.base_usage + self.usage, short=short), "$text-muted")]
-        if self.session_id:
-            left += [("  │  ", "$text-muted"), (f"session {self.session_id}", "$text-muted")]
+            left += [sep, (self.label, "$text-secondary")]
+        left += [sep, (usage_text(self.base_usage + self.usage, short=short), "$text-muted")]
+        if self.session_id and not compact:  # (narrow: the keys matter more)
+            left += [sep, (f"session {self.session_id}", "$text-muted")]
         if STATE_LABEL.get(self.state):
-            left += [("  │  ", "$text-muted"), (STATE_LABEL[self.state], "$text-warning")]
+            left += [sep, (STATE_LABEL[self.state], "$text-warning")]
         return Content.assemble(*left)

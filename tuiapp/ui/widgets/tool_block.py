@@ -14,6 +14,7 @@ from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widgets import Static
 
+from tuiapp.core.display import printable_line
 from tuiapp.core.events import ToolCallDecided, ToolFinished
 from tuiapp.core.messages import ToolCall
 
@@ -26,7 +27,7 @@ ARGS_PREVIEW = 200
 
 
 def compact_arguments(arguments: dict[str, Any]) -> str:
-    text = json.dumps(arguments, ensure_ascii=False, separators=(", ", ": "))
+    text = printable_line(json.dumps(arguments, ensure_ascii=False, separators=(", ", ": ")))
     return text if len(text) <= ARGS_PREVIEW else text[: ARGS_PREVIEW - 1] + "…"
 
 
@@ -56,7 +57,7 @@ class ToolCallBlock(Vertical):
     def compose(self) -> ComposeResult:
         with Horizontal(classes="tool-head"):
             yield Static(ICONS["requested"], classes="tool-icon")
-            yield Static(Content.assemble((self.call.name, "bold"), "  ",
+            yield Static(Content.assemble((printable_line(self.call.name), "bold"), "  ",
                                           (compact_arguments(self.call.arguments), "dim")),
                          classes="tool-title")
             yield Static("", classes="tool-meta")
@@ -81,11 +82,12 @@ class ToolCallBlock(Vertical):
             return  # on_mount draws it
         if self._edited is not None:
             self.query_one(".tool-title", Static).update(Content.assemble(
-                (self.call.name, "bold"), "  ", (compact_arguments(self._edited), "dim")))
+                (printable_line(self.call.name), "bold"), "  ",
+                (compact_arguments(self._edited), "dim")))
         meta = self._meta or LABELS.get(self.status, "")
         self.query_one(".tool-meta", Static).update(meta)
         detail = self.query_one(".tool-detail", Static)
-        detail.update(Content(self._detail))
+        detail.update(Content(printable_line(self._detail)))
         detail.display = bool(self._detail)
 
     # ---- lifecycle, in event order ------------------------------------------------------

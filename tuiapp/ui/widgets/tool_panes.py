@@ -22,6 +22,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Button, Static, TabbedContent, TabPane
 
+from tuiapp.core.display import printable, printable_line
 from tuiapp.core.events import (
     Event,
     ToolCallDecided,
@@ -86,7 +87,7 @@ class ToolPane(TabPane):
         super().__init__(self._tab_label(), id=pane_id, classes="tool-pane")
 
     def _tab_label(self) -> str:
-        return f"{ICONS.get(self.state.status, '?')} {self.state.name}"
+        return f"{ICONS.get(self.state.status, '?')} {printable_line(self.state.name)}"
 
     def compose(self) -> ComposeResult:
         yield Static(self._args, classes="tool-pane--args", markup=False)
@@ -125,13 +126,13 @@ class ToolPane(TabPane):
 def _args_content(event: ToolCallRequested) -> Content:
     call = event.call
     if call.arguments_error:
-        args: tuple[str, str] = (call.arguments_error, "$text-error")
+        args: tuple[str, str] = (printable(call.arguments_error), "$text-error")
     else:
         text = json.dumps(call.arguments, ensure_ascii=False)
         if len(text) > ARGS_SHOWN:
             text = text[:ARGS_SHOWN] + "…"
-        args = (text, "$text-muted")
-    return Content.assemble((call.name, "bold"), " ", args)
+        args = (printable_line(text), "$text-muted")
+    return Content.assemble((printable_line(call.name), "bold"), " ", args)
 
 
 class ToolPanes(Widget):
@@ -242,7 +243,8 @@ class ToolPanes(Widget):
         if existing:
             return existing
         self._counter += 1
-        pane = ToolPane(CallState(call_id, name), args or Content.assemble((name, "bold")),
+        pane = ToolPane(CallState(call_id, name),
+                        args or Content.assemble((printable_line(name), "bold")),
                         self.max_lines, f"tool-pane-{self._counter}")
         self._panes[call_id] = pane
         tabbed = self.query_one(TabbedContent)

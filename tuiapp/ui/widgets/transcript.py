@@ -14,6 +14,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Button, Static
 
+from tuiapp.core.display import StreamPrintable, printable
 from tuiapp.core.events import (
     Event,
     MessageAdded,
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 class UserMessage(Static):
     def __init__(self, text: str) -> None:
-        super().__init__(Content(text), classes="user-message")
+        super().__init__(Content(printable(text)), classes="user-message")
 
 
 class ErrorBlock(Vertical):
@@ -49,7 +50,8 @@ class ErrorBlock(Vertical):
 
     def compose(self) -> ComposeResult:
         # (A partial reply above is already marked "interrupted — kept".)
-        yield Static(Content.assemble(("✗ The model request failed: ", "bold"), self.message),
+        yield Static(Content.assemble(("✗ The model request failed: ", "bold"),
+                                      printable(self.message)),
                      classes="error-text")
         with Horizontal(classes="error-actions"):
             yield Button("Retry  ctrl+r", action="app.retry", compact=True, classes="retry")
@@ -57,7 +59,7 @@ class ErrorBlock(Vertical):
 
 class NoticeLine(Static):
     def __init__(self, text: str, level: str = "info") -> None:
-        super().__init__(Content(text), classes=f"notice -{level}")
+        super().__init__(Content(printable(text)), classes=f"notice -{level}")
 
 
 def _reply() -> ModuleType:
@@ -90,6 +92,7 @@ class Transcript(VerticalScroll):
         self._virtualize_timer: Timer | None = None
         self._prefetch_timer: Timer | None = None
         self._drawing: list[AssistantReply] = []  # replies not yet mounted and drawn
+        self._clean = StreamPrintable()  # the display edge for streamed model text
 
     def on_mount(self) -> None:
         self.anchor()
@@ -151,6 +154,8 @@ class Transcript(VerticalScroll):
                     continue  # settling
                 if prefetch or (region.bottom > view.y and region.y < view.bottom):
                     await chunk.thaw()
+                    if chunk.frozen:  # a span split into chunks: look at those next
+                        self.schedule_virtualize()
                 elif self._prefetch_timer is None:
                     self._prefetch_timer = self.set_timer(
                         PREFETCH_AFTER, lambda: self.call_after_refresh(self._virtualize, True))
@@ -169,6 +174,7 @@ class Transcript(VerticalScroll):
         self.mount(UserMessage(text))
 
     def stream_text(self, text: str) -> None:
+        text = self._clean(text)
         if not text:
             return
         if self._reply is None:
@@ -227,7 +233,7 @@ class Transcript(VerticalScroll):
             self.end_reply(interrupted=message.interrupted)
 
     def _new_reply(self, text: str = "") -> None:
-        self._reply = reply = _reply().AssistantReply(text)
+        self._reply = reply = _reply().AssistantReply(printable(text))
         self._drawing.append(reply)
         self.mount(reply)
 
@@ -239,6 +245,7 @@ class Transcript(VerticalScroll):
 
     def end_reply(self, *, interrupted: bool) -> None:
         reply, self._reply = self._reply, None
+        self._clean = StreamPrintable()
         if reply is not None:
             reply.finish(interrupted=interrupted)
             self.schedule_virtualize()
@@ -254,8 +261,9 @@ class Transcript(VerticalScroll):
             elif m.role == "assistant":
                 thought = m.reasoning.text if m.reasoning else ""
                 if m.content or m.interrupted or thought:
-                    widgets.append(_reply().AssistantReply(m.content, interrupted=m.interrupted,
-                                                           thinking=thought))
+                    widgets.append(_reply().AssistantReply(printable(m.content),
+                                                           interrupted=m.interrupted,
+                                                           thinking=printable(thought)))
                 recs = (records or {}).get(i, [])
                 for j, call in enumerate(m.tool_calls):
                     rec = recs[j] if j < len(recs) else None

@@ -1,0 +1,84 @@
+"""The display edge: foreign text made safe to show on a terminal, in one place.
+
+Foreign text is anything kep did not write itself: model text and reasoning, tool output,
+tool and file names, descriptions, error messages from servers, a stored session. Shown raw,
+its control characters would reach the terminal: `ESC ] 52` writes the clipboard, `ESC ] 2`
+sets the window title, a lone carriage return overwrites what is already on the line.
+
+`printable(text)` keeps printable text, tabs and newlines and makes every other control
+character visible instead: C0 controls, ESC and DEL become their Unicode control pictures
+(ESC → ␛), C1 controls (U+0080–U+009F, 8-bit CSI and OSC among them) and lone surrogates
+(invalid UTF-8 decoded with surrogateescape, or a JSON "\\ud800") become U+FFFD. A sequence
+stays readable (`␛]2;title␇`), so a user sees that something tried. With `drop_escapes`,
+whole escape sequences are removed first: for tool output, where colours and cursor moves
+are common and harmless in intent, and noise when shown as text.
+
+Every screen and terminal export calls this, right where the text is handed to a widget or
+written out; nothing else filters control characters.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Control characters but tab and newline, DEL, C1 controls, lone surrogates.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# A whole escape sequence: CSI (ESC [ … final), OSC/DCS/APC/PM/SOS (ESC ] … BEL or ST),
+# or any other escape (ESC, intermediate bytes, one final byte: "ESC ( B", "ESC 7").
+_ESCAPE = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]"
+    r"|[\]P_^X][^\x07\x1b]*(?:\x07|\x1b\\)?"
+    r"|[ -/]*[0-~])")
+REPLACEMENT = "\N{REPLACEMENT CHARACTER}"
+
+
+def _picture(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)  # ␀ … ␟ (ESC → ␛)
+    if code == 0x7F:
+        return "\N{SYMBOL FOR DELETE}"  # ␡
+    return REPLACEMENT
+
+
+def printable(text: str, *, drop_escapes: bool = False) -> str:
+    """`text` with nothing a terminal would act on: see the module docstring. A CR LF pair
+    becomes a newline; a lone CR is shown (␍)."""
+    if text.replace("\n", "").replace("\t", "").isprintable() or not _UNSAFE.search(text):
+        return text  # the common case: isprintable is C-speed, the regex ten times slower
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+    if drop_escapes and "\x1b" in text:
+        text = _ESCAPE.sub("", text)
+    return _UNSAFE.sub(_picture, text)
+
+
+def printable_line(text: str) -> str:
+    """printable(), for a place that shows one line (a name, a title): newlines and tabs are
+    shown as spaces."""
+    return printable(text).replace("\n", " ").replace("\t", " ")
+
+
+class StreamPrintable:
+    """printable() for text that arrives in pieces: a CR at the end of one piece is held
+    back until the next shows whether a newline follows it (CR LF is a newline)."""
+
+    def __init__(self) -> None:
+        self._cr = False
+
+    def __call__(self, text: str) -> str:
+        if self._cr:
+            text, self._cr = "\r" + text, False
+        if text.endswith("\r"):
+            text, self._cr = text[:-1], True
+        return printable(text)
+
+
+_JSON_UNSAFE = re.compile(r"[\x7f-\x9f\ud800-\udfff]")
+
+
+def json_printable(serialized: str) -> str:
+    """JSON text (json.dumps with ensure_ascii=False) safe to print: DEL, C1 controls and
+    lone surrogates, which json.dumps leaves raw, written as \\u escapes. The data read back is
+    exactly the same (C0 controls are always escaped by json.dumps)."""
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", serialized)
