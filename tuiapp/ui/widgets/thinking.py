@@ -7,21 +7,18 @@ block shows only the last SHOWN_CHARS characters."""
 
 from __future__ import annotations
 
-import re
-
 from textual.content import Content
 from textual.timer import Timer
 from textual.widgets import Static
 
+from tuiapp.core.display import printable
+
 REDRAW_EVERY = 0.1
 SHOWN_CHARS = 20_000
 PREVIEW_CHARS = 200
-# Control characters other than newline and tab would move the cursor or restyle the terminal.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def clean(text: str) -> str:
-    return _CONTROL.sub("", text)
+    """Reasoning is foreign text: through the one display-edge sanitiser (core.display)."""
+    return printable(text)
 
 
 class ThinkingBlock(Static):
