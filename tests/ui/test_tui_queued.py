@@ -21,14 +21,14 @@ if [ "$1" = "--list-functions" ]; then
   echo '[{"name": "nap", "description": "d", "parameters": {"type": "object"}}]'
   exit 0
 fi
-sleep %s
+while [ ! -e "$LLM_ROOT_DIR/release" ] && [ %s = hold ]; do sleep 0.05; done
 echo napped
 """
 
 
-def project(tmp_path: Path, sleep: float, parallel: int) -> Path:
+def project(tmp_path: Path, hold: str, parallel: int) -> Path:
     root = make_project(tmp_path / "proj")
-    write_tool(root / "prompts" / "functions" / "nap", NAP % sleep)
+    write_tool(root / "prompts" / "functions" / "nap", NAP % hold)
     (root / "kep.toml").write_text(
         f'[approval]\ndefault = "allow"\n[tools]\nbuiltins = false\nmax_parallel = {parallel}\n')
     return root
@@ -40,7 +40,7 @@ def calls(n: int) -> list[ToolCall]:
 
 async def test_calls_waiting_for_a_slot_show_queued(tmp_path: Path) -> None:
     provider = ScriptedProvider([[*calls(3), StreamEnd("tool_use")], [StreamEnd("end_turn")]])
-    app = app_for(project(tmp_path, 1.0, 1), provider=provider)
+    app = app_for(project(tmp_path, "hold", 1), provider=provider)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "go")
         transcript = app.query_one(Transcript)
@@ -49,6 +49,7 @@ async def test_calls_waiting_for_a_slot_show_queued(tmp_path: Path) -> None:
                     what="one running, two queued")
         meta = transcript.block("c2").query_one(".tool-meta", Static)  # type: ignore[union-attr]
         assert "queued" in str(meta.render())
+        (app.ws.root / "release").touch()  # the calls may end now
         await wait_idle(pilot)
         statuses = [b.status for i in range(3) if (b := transcript.block(f"c{i}"))]
         assert statuses == ["ok"] * 3
@@ -57,7 +58,7 @@ async def test_calls_waiting_for_a_slot_show_queued(tmp_path: Path) -> None:
 async def test_a_flood_of_calls_is_a_few_blocks_and_one_counting_line(tmp_path: Path) -> None:
     n = SHOWN + 24
     provider = ScriptedProvider([[*calls(n), StreamEnd("tool_use")], [StreamEnd("end_turn")]])
-    app = app_for(project(tmp_path, 0.01, 4), provider=provider)
+    app = app_for(project(tmp_path, "go", 4), provider=provider)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "go")
         await wait_idle(pilot)
