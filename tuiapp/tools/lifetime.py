@@ -30,6 +30,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -97,7 +98,9 @@ def arm() -> None:
         inherited = os.environ.get(OWNER_VAR, "").split()
         # An outer kep's token is kept: a kep run by another kep's tool dies with either.
         os.environ[OWNER_VAR] = " ".join([*inherited[-7:], _token])
-        _start_reaper(_token)
+        # Started beside kep's own start-up (a fork+exec costs ~10 ms): whatever is spawned
+        # meanwhile already carries the mark, and the watchdog finds it when it looks.
+        threading.Thread(target=_start_reaper, args=(_token,), daemon=True).start()
     for sig in (signal.SIGTERM, signal.SIGHUP):
         with contextlib.suppress(ValueError, OSError):  # not the main thread: leave it
             signal.signal(sig, _terminate)

@@ -41,6 +41,7 @@ ICONS = {"pending": "⌛", "queued": "⌛", "running": "⌛", "ok": "✔", "fail
          "timed_out": "⏱", "cancelled": "⊘", "denied": "⊘"}
 LABELS = {"timed_out": "timed out"}
 CANCELLABLE = ("running", "queued")
+LIVE_PANES = 16  # unfinished calls with a pane; calls requested past this get none
 STYLES = {"ok": "$text-success", "failed": "$text-error", "timed_out": "$text-warning",
           "cancelled": "$text-warning", "denied": "$text-warning"}
 FINISHED = frozenset({"ok", "failed", "timed_out", "cancelled", "denied"})
@@ -53,6 +54,11 @@ def format_duration(ms: int) -> str:
         return f"{ms / 1000:.1f} s"
     minutes, seconds = divmod(round(ms / 1000), 60)
     return f"{minutes}m {seconds:02d}s"
+
+
+def event_call_id(event: Event) -> str | None:
+    call = getattr(event, "call", None)
+    return call.id if call is not None else getattr(event, "call_id", None)
 
 
 def status_text(status: str, exit_code: int | None = None, duration_ms: int | None = None) -> str:
@@ -173,6 +179,7 @@ class ToolPanes(Widget):
         self._panes: dict[str, ToolPane] = {}  # call_id → pane, oldest first
         self._pending: list[Event] = []  # events that arrived before mount
         self._ready = False  # on_mount has run (is_mounted turns True a little later)
+        self._deferred: dict[str, str] = {}  # calls of a flood, shown without a pane
         self._counter = 0
 
     def compose(self) -> ComposeResult:
@@ -196,7 +203,7 @@ class ToolPanes(Widget):
                 self._pending.append(event)
                 return True
             return False
-        if isinstance(event, ToolOutput):
+        if isinstance(event, ToolOutput) and event.call_id not in self._deferred:
             pane = self._panes.get(event.call_id) or self._open(event.call_id, event.call_id)
             pane.output.write(event.text, event.stream)
             if pane.output.dropped and not pane.dropped_shown:
@@ -209,12 +216,21 @@ class ToolPanes(Widget):
                 # Some models reuse call ids across turns: the newest call gets its own pane.
                 del self._panes[event.call.id]
                 self._panes[f"{event.call.id} (earlier {id(old)})"] = old
+            if self._live_panes() >= LIVE_PANES:
+                self._deferred[event.call.id] = event.call.name
+                return True
             self._open(event.call.id, event.call.name, _args_content(event))
             return True
         if isinstance(event, ToolCallQueued):
-            pane = self._panes.get(event.call_id) or self._open(event.call_id, event.name)
-            pane.state.status = "queued"
-            pane.refresh_status()
+            if pane := self._panes.get(event.call_id):
+                pane.state.status = "queued"
+                pane.refresh_status()
+            return True
+        if event_call_id(event) in self._deferred:
+            # A call of a flood: no pane (opening and closing tabs per call would stall the
+            # screen); the transcript counts it, its output is in its spool file.
+            if isinstance(event, ToolFinished):
+                del self._deferred[event.call_id]
             return True
         if isinstance(event, ToolCallStarted):
             pane = self._panes.get(event.call_id) or self._open(event.call_id, event.name)
@@ -261,6 +277,9 @@ class ToolPanes(Widget):
         if pane.id and pane is self.newest():
             # The newest call becomes the visible tab; keyboard focus stays where it is.
             self.query_one(TabbedContent).active = pane.id
+
+    def _live_panes(self) -> int:
+        return sum(1 for p in self._panes.values() if p.state.status not in FINISHED)
 
     def _close_old_panes(self) -> None:
         excess = len(self._panes) - MAX_PANES

@@ -31,6 +31,7 @@ from tuiapp.core.events import (
 )
 from tuiapp.core.messages import Message, ToolCall
 from tuiapp.core.store import ToolCallRecord
+from tuiapp.ui.widgets.call_batch import SHOWN, CallBatchLine
 from tuiapp.ui.widgets.tool_block import ToolCallBlock, first_line
 
 if TYPE_CHECKING:
@@ -89,6 +90,8 @@ class Transcript(VerticalScroll):
         super().__init__(**kwargs)
         self._reply: AssistantReply | None = None
         self._blocks: dict[str, ToolCallBlock] = {}
+        self._in_reply = 0  # tool-call blocks drawn for the current reply
+        self._batch: CallBatchLine | None = None  # the calls past SHOWN, counted
         self._virtualize_timer: Timer | None = None
         self._prefetch_timer: Timer | None = None
         self._drawing: list[AssistantReply] = []  # replies not yet mounted and drawn
@@ -196,9 +199,12 @@ class Transcript(VerticalScroll):
             self._reply.think(event.text)
         elif isinstance(event, MessageAdded):
             self._message_added(event.message)
+        elif self._batched(event):
+            return
         elif isinstance(event, ToolCallRequested):
             block = ToolCallBlock(event.call, event.source)
             self._blocks[event.call.id] = block
+            self._in_reply += 1
             self.mount(block)
         elif isinstance(event, ToolCallDecided):
             if block := self._blocks.get(event.call_id):
@@ -223,10 +229,35 @@ class Transcript(VerticalScroll):
         elif isinstance(event, TurnEnded) and event.stop_reason == "interrupted":
             self.end_reply(interrupted=True)
 
+    def _batched(self, event: Event) -> bool:
+        """Calls of one reply past SHOWN go to one counting line (see call_batch)."""
+        if isinstance(event, ToolCallRequested):
+            if self._in_reply < SHOWN or event.call.id in self._blocks:
+                return False
+            if self._batch is None:
+                self._batch = CallBatchLine()
+                self.mount(self._batch)
+            self._batch.set(event.call.id, "requested")
+            return True
+        call_id = getattr(event, "call_id", None)
+        if self._batch is None or call_id not in self._batch or call_id in self._blocks:
+            return False
+        if isinstance(event, ToolCallQueued):
+            self._batch.set(call_id, "queued")
+        elif isinstance(event, ToolCallStarted):
+            self._batch.set(call_id, "running")
+        elif isinstance(event, ToolFinished):
+            self._batch.set(call_id, event.status)
+        elif isinstance(event, ToolCallDecided) and (event.decision == "deny"
+                                                     or event.approved is False):
+            self._batch.set(call_id, "denied")
+        return True
+
     def _message_added(self, message: Message) -> None:
         if message.role == "user":
             self.add_user(message.content)
         elif message.role == "assistant":
+            self._in_reply, self._batch = 0, None  # its tool calls come next
             if self._reply is None and (message.content or message.interrupted):
                 # A provider that did not stream, or an interrupt before the first token.
                 self._new_reply(message.content)
