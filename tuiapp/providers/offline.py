@@ -158,10 +158,7 @@ def positional_arguments(rest: str, parameters: dict[str, Any]) -> dict[str, Any
     props: dict[str, Any] = parameters.get("properties") or {}
     required = [p for p in parameters.get("required", []) if p in props]
     order = required + [p for p in props if p not in required]
-    try:
-        words = shlex.split(rest)
-    except ValueError:
-        words = rest.split()
+    words = _words(rest)
     args: dict[str, Any] = {}
     loose: list[str] = []
     for w in words:
@@ -180,6 +177,20 @@ def positional_arguments(rest: str, parameters: dict[str, Any]) -> dict[str, Any
             value, loose = loose[0], loose[1:]
         args[param] = _coerce(value, props[param])
     return args
+
+
+SHLEX_LIMIT = 10_000  # shlex reads a character at a time: seconds for a long argument
+
+
+def _words(rest: str) -> list[str]:
+    """Shell-style words; plain whitespace splitting when there is nothing to unquote, or the
+    text is too long for shlex to stay quick (the provider runs on the UI's event loop)."""
+    if len(rest) > SHLEX_LIMIT or not any(c in rest for c in "\"'\\"):
+        return rest.split()
+    try:
+        return shlex.split(rest)
+    except ValueError:
+        return rest.split()
 
 
 def _coerce(value: str, schema: dict[str, Any]) -> Any:
