@@ -51,6 +51,12 @@ class Terminal:
     def wait_text(self, needle: str, timeout: float = 30.0) -> None:
         self.wait(lambda: needle in self.text(), repr(needle), timeout)
 
+    def idle(self, seconds: float) -> None:
+        """Keep reading the screen for `seconds` (a person looking before pressing a key)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.pump(0.05)
+
     def type(self, text: str) -> None:
         for ch in text:  # one key at a time, like a person
             self.child.send(ch)
@@ -81,6 +87,7 @@ def test_a_person_runs_a_project_tool_through_the_tui(tmp_path: Path) -> None:
         assert "asking because" in screen
         assert not (proj / "shout.ran").exists()  # asked, not run
 
+        term.idle(0.8)  # keys in an approval's first half second go to the message box
         term.type("y")
         term.wait_text("finished ok")
         chat_width = int(COLS * 0.6)
@@ -96,5 +103,34 @@ def test_a_person_runs_a_project_tool_through_the_tui(tmp_path: Path) -> None:
         term.child.expect(pexpect.EOF, timeout=15)
         term.child.close()
         assert term.child.exitstatus == 0
+    finally:
+        term.close()
+
+
+@pytest.mark.slow
+def test_three_queued_calls_answered_y_y_y_in_a_real_terminal(tmp_path: Path) -> None:
+    proj = make_project(tmp_path / "proj")
+    (proj / "third.txt").write_text("third file\n")
+    term = Terminal([*kep_argv(), "--model", "offline", "--project", str(proj)], proj)
+    try:
+        term.wait_text("Message kep")
+        term.type("shout notes.txt; shout other.txt; shout third.txt")
+        term.child.send("\r")
+        for n, path in ((1, "notes.txt"), (2, "other.txt"), (3, "third.txt")):
+            term.wait_text(f'▶ {n}/3 shout {{"path": "{path}"}}  asking')
+            screen = term.text()
+            assert "1/3" in screen and "2/3" in screen and "3/3" in screen  # all listed
+            for key in ("y allow", "n deny", "a always", "d never", "Y all", "N none"):
+                assert key in screen, screen
+            term.idle(0.8)
+            term.type("y")
+            term.wait(lambda n=n: len((proj / "shout.ran").read_text().split()) == n
+                      if (proj / "shout.ran").exists() else False, f"call {n} to run")
+        term.wait_text("3 calls: 3 finished ok")
+        assert sorted((proj / "shout.ran").read_text().split()) == [
+            "notes.txt", "other.txt", "third.txt"]
+        assert "Message kep" in term.text()  # no y landed in the message box
+        term.child.send("\x11")  # ctrl+q
+        term.child.expect(pexpect.EOF, timeout=15)
     finally:
         term.close()
