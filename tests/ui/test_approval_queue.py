@@ -287,3 +287,65 @@ def test_500_calls_with_huge_and_hostile_arguments_list_in_bounded_lines() -> No
     assert len(lines) == 500 and all(len(line) < ARGS_SHOWN + 80 for line in lines)
     assert "more characters" in lines[7] and "asking" in lines[7]
     assert "\x1b" not in reply.lines(None).plain  # escaped, never sent to the terminal
+
+
+async def test_a_key_pressed_too_soon_while_going_down_the_queue_is_dropped(
+        proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """y y pressed quickly: the first answers call 1; the second comes before call 2 could
+    be read, so it answers nothing and does not land in the message box either."""
+    monkeypatch.setattr(approval_module, "GUARD_SECONDS", 2.0)
+    app = app_for(proj)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, THREE)
+        panel = await wait_approval(pilot)
+        await pilot.press("y", "y")
+        await until(pilot, lambda: current_path(panel) == "other.txt", what="call 2")
+        await pilot.press("y")
+        await pilot.pause(0.3)
+        assert current_path(panel) == "other.txt" and panel.has_focus
+        assert prompt(app).text == "" and ran(proj) == ["notes.txt"]
+        assert "Key ignored" in panel_text(panel)
+        await ready(pilot, panel, "other.txt")
+        await pilot.press("y")
+        await ready(pilot, panel, "third.txt")
+        assert sorted(ran(proj)) == ["notes.txt", "other.txt"]
+
+
+async def test_focus_in_another_panel_moves_to_the_call_and_back(proj: Path) -> None:
+    provider = GatedProvider()
+    app = app_for(proj, provider=provider)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        await pilot.press("ctrl+f")
+        await until(pilot, lambda: app.functions.display and not app.functions.has_class(
+            "-hidden"), what="functions panel")
+        focusable = [w for w in app.functions.query("*") if w.focusable]
+        if focusable:
+            focusable[0].focus()
+        else:
+            app.set_focus(None)
+        await pilot.pause(0.1)
+        assert not prompt(app).has_focus
+        provider.gate.set()
+        panel = await wait_approval(pilot)
+        assert panel.has_focus  # not left in the functions panel, where y does nothing
+        for path in ("notes.txt", "other.txt", "third.txt"):
+            await ready(pilot, panel, path)
+            await pilot.press("y")
+        await wait_idle(pilot)
+        assert sorted(ran(proj)) == ["notes.txt", "other.txt", "third.txt"]
+        assert prompt(app).has_focus
+
+
+async def test_the_always_button_needs_a_second_click(proj: Path) -> None:
+    app = app_for(proj)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "shout notes.txt")
+        panel = await wait_approval(pilot)
+        await pilot.click("#approval .approval-always_allow")
+        await pilot.pause(0.3)
+        assert (proj / "kep.toml").read_text() == KEP_TOML and ran(proj) == []
+        assert "Press a again" in panel_text(panel)
+        await pilot.click("#approval .approval-always_allow")
+        await wait_idle(pilot)
+        assert ran(proj) == ["notes.txt"] and "^shout$" in (proj / "kep.toml").read_text()

@@ -86,6 +86,8 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
         self.mode = "view"  # view | reason | edit
         self.shown_at = 0.0  # when the current call was shown (the guard counts from it)
         self.confirming: tuple[str, float] | None = None  # (action, when its first key came)
+        self.answering = False  # the user answered the call before this one from here
+        self.ignored_key = False  # a key came too soon after this call appeared
         self._shown: str | None = None  # id of the call on screen
 
     def compose(self) -> ComposeResult:
@@ -138,9 +140,14 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
         self._hint()
 
     def on_blur(self) -> None:
-        self._hint()
+        self._left()
 
     def on_descendant_blur(self) -> None:
+        self._left()
+
+    def _left(self) -> None:
+        if not self.has_focus_within:  # the keyboard went elsewhere, not to a child
+            self.answering = False
         self._hint()
 
     @property
@@ -215,6 +222,9 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
         text: Content | str = ""
         if req is not None and self.confirming:
             text = Content.styled(self._confirm_text(self.confirming[0]), "bold $text-warning")
+        elif req is not None and self.ignored_key and not self.armed:
+            text = Content.styled("Key ignored: this call has only just appeared.",
+                                  "$text-warning")
         elif req is not None and not self.has_focus_within:
             text = Content.styled("Typing in the message box? Esc there comes here to answer "
                            "(or click a button).", "$text-warning")
@@ -237,7 +247,7 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
         if req.call.id != self._shown:
             self._shown = req.call.id
             self.shown_at = time.monotonic()
-            self.confirming = None
+            self.confirming, self.ignored_key = None, False
             # The guard counts from when the call is on screen (the first one waits for
             # the JSON highlighter to load), not from when it arrived.
             self.call_after_refresh(self._on_screen, req.call.id)
@@ -287,6 +297,7 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
         req = self.current
         if req is None:
             return
+        self.answering = self.has_focus_within
         req.resolve(approval)
         if same_tool:  # a rule now covers the others waiting for this tool
             for other in self.queue[1:]:
@@ -296,7 +307,7 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
 
     def _finish(self) -> None:
         self.queue.clear()
-        self._shown, self.confirming = None, None
+        self._shown, self.confirming, self.answering = None, None, False
         if self.display:
             self.display = False
             self.post_message(self.Done())
@@ -343,6 +354,7 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
             self._set_mode("view")
 
     def _answer_all(self, approval: Approval) -> None:
+        self.answering = self.has_focus_within
         for req in self.queue:
             req.resolve(approval)
         self.post_message(self.AnsweredAll(approval))

@@ -61,8 +61,12 @@ class AnswerKeys:
         if self.current is None:
             return
         if time.monotonic() - self.shown_at < GUARD_SECONDS:
-            # Typed as the call appeared: meant for the message box, not for this call.
-            if event.is_printable and event.character:
+            if self.answering:  # going down the queue: a key pressed too soon is dropped
+                self.ignored_key = True
+                self._hint()
+                self.set_timer(GUARD_SECONDS, self._hint)
+            elif event.is_printable and event.character:
+                # Typed as the call appeared: meant for the message box, not for this call.
                 self.post_message(self.Typed(event.character))
             return
         if event.key == "enter" and self.confirming:
