@@ -254,6 +254,20 @@ async def test_all_keys_are_readable_at_80x24(proj: Path) -> None:
                       "N none"):
             assert label in screen, f"{label!r} not on screen:\n{screen}"
         assert "1/3" in screen
+
+        def screen_text() -> str:
+            return "\n".join(s.text for s in app.screen._compositor.render_strips())
+
+        await pilot.press("n")  # the reason box is on screen, not cut off below
+        await pilot.pause(0.2)
+        assert "Why?" in screen_text()
+        await pilot.press("escape", "e")
+        await pilot.pause(0.2)
+        assert "ctrl+s Run" in screen_text() and "esc Back" in screen_text()
+        assert '"path": "notes.txt"' in screen_text()
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert "y allow" in screen_text()
         await pilot.press("y")
         await ready(pilot, panel, "other.txt")
         assert panel.has_focus

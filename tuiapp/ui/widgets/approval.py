@@ -30,8 +30,8 @@ from textual.widgets import Button, Input, Static, TextArea
 from tuiapp.core.conversation import Approval
 from tuiapp.core.events import ToolCallDecided, ToolFinished
 from tuiapp.core.messages import ToolCall
-from tuiapp.tools.schema import arguments_error
 from tuiapp.ui.bridge import PendingApproval
+from tuiapp.ui.widgets.approval_editor import ArgsEditor, parse_arguments
 from tuiapp.ui.widgets.approval_keys import (
     BUTTONS,
     CONFIRMED,
@@ -99,22 +99,22 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
             yield Static(classes="approval-json")
         yield Static(classes="approval-rule")
 
-        yield Input(placeholder="Why? (sent to the model; Enter to deny, Esc to go back)",
-                    classes="approval-reason")
-        yield TextArea(classes="approval-editor", soft_wrap=True, tab_behavior="indent")
-        yield Static(classes="approval-error")
-        # Docked at the bottom: the hint and the keys stay on screen when the rest is cut.
+        yield ArgsEditor(classes="approval-editor", soft_wrap=True, tab_behavior="indent")
+        # Docked at the bottom: the answer's controls stay on screen when the rest is cut.
         with Vertical(classes="approval-footer"):
+            yield Static(classes="approval-error")
+            yield Input(placeholder="Why? (sent to the model; Enter to deny, Esc to go back)",
+                        classes="approval-reason")
             yield Static(classes="approval-hint")
             with Vertical(classes="approval-buttons"):  # a grid: as many columns as fit
                 for key, label, action, variant in BUTTONS:
                     yield KeyButton(Content.assemble((key, "bold"), f" {label}"),
                                     variant=variant,  # type: ignore[arg-type]
                                     compact=True, name=action, classes=f"approval-{action}")
-        with Horizontal(classes="approval-edit-buttons"):
-            yield KeyButton("ctrl+s Run with these arguments", variant="success",
-                            compact=True, name="run_edited")
-            yield KeyButton("esc Back", compact=True, name="back")
+            with Horizontal(classes="approval-edit-buttons"):
+                yield KeyButton("ctrl+s Run with these", variant="success", compact=True,
+                                name="run_edited")
+                yield KeyButton("esc Back", compact=True, name="back")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         # Every key has a button: the button's name is the action it runs. A click is
@@ -124,6 +124,10 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
             self.press(event.button.name)
         elif event.button.name:
             getattr(self, f"action_{event.button.name}")()
+
+    def on_args_editor_back(self, event: ArgsEditor.Back) -> None:
+        event.stop()
+        self.action_back()
 
     def on_resize(self) -> None:
         self._fit_buttons()
@@ -208,7 +212,7 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
         req = self.current
         box = self.query_one(".approval-queue")
         listed = len(self.reply.calls) > 1 and (req is None or self.reply.has(req.call.id))
-        box.display = listed
+        box.set_class(not listed, "-hidden")  # a class: edit mode's CSS may hide it too
         if listed:
             current = req.call.id if req else None
             self.query_one(".approval-list", Static).update(self.reply.lines(current))
@@ -341,7 +345,7 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
         req = self.current
         if req is None or self.mode != "edit":
             return
-        problem, value = _parse_arguments(self.query_one(".approval-editor", TextArea).text,
+        problem, value = parse_arguments(self.query_one(".approval-editor", TextArea).text,
                                           req.spec.parameters)
         if problem:
             self._error(f"✗ {problem}")
@@ -372,15 +376,3 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
 
     def action_deny_all(self) -> None:
         self._answer_all(Approval(False))
-
-
-def _parse_arguments(text: str, parameters: dict[str, object]) -> tuple[str | None, dict]:
-    """Edited arguments → (problem, value). JSON first, then the tool's schema."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        return f"not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})", {}
-    if not isinstance(value, dict):
-        return f"arguments must be a JSON object, not {type(value).__name__}", {}
-    problem = arguments_error(parameters, value)  # type: ignore[arg-type]
-    return (f"does not match the tool's schema: {problem}" if problem else None), value
