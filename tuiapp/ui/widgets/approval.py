@@ -238,6 +238,7 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
 
     def _show(self) -> None:
         req = self.current
+        self.set_class(req is None, "-waiting")
         if req is None:
             if self.display and self.reply.unsettled():
                 # The next call of this reply is on its way: keep the keyboard meanwhile.
@@ -248,15 +249,16 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
                 return
             self._finish()
             return
-        if req.call.id != self._shown:
-            self._shown = req.call.id
-            self.shown_at = time.monotonic()
-            self.confirming, self.ignored_key = None, False
-            # The guard counts from when the call is on screen (the first one waits for
-            # the JSON highlighter to load), not from when it arrived.
-            self.call_after_refresh(self._on_screen, req.call.id)
         self._title()
         self._draw_list()
+        if req.call.id == self._shown:
+            return  # already on screen (and perhaps half answered: a reason being typed)
+        self._shown = req.call.id
+        self.shown_at = time.monotonic()
+        self.confirming, self.ignored_key = None, False
+        # The guard counts from when the call is on screen (the first one waits for the
+        # JSON highlighter to load), not from when it arrived.
+        self.call_after_refresh(self._on_screen, req.call.id)
         source = req.spec.source
         try:
             source = str(Path(source).relative_to(self.root))
