@@ -363,3 +363,32 @@ async def test_the_always_button_needs_a_second_click(proj: Path) -> None:
         await pilot.click("#approval .approval-always_allow")
         await wait_idle(pilot)
         assert ran(proj) == ["notes.txt"] and "^shout$" in (proj / "kep.toml").read_text()
+
+
+async def test_Y_cannot_run_an_execcmd_the_user_never_saw(proj: Path) -> None:
+    """Issue 12: a reply with a harmless call first and an `rm -rf` second; Y used to run both
+    while only the first was on screen."""
+    (proj / "kep.toml").write_text("")  # kep's built-ins on: execcmd asks
+    (proj / "victim").mkdir()
+    calls = [ToolCall("c1", "shout", {"path": "notes.txt"}),
+             ToolCall("c2", "execcmd", {"cmd": "rm -rf victim"})]
+    provider = ScriptedProvider([[*calls, StreamEnd("tool_use")],
+                                 [TextDelta("done"), StreamEnd("end_turn")]])
+    app = app_for(proj, provider=provider)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "tidy up")
+        panel = await wait_approval(pilot)
+        assert current_path(panel) == "notes.txt"
+        shown = panel_text(panel)
+        assert "2/2 execcmd" in shown and "rm -rf victim" in shown  # seen before any answer
+        await pilot.press("Y")
+        await pilot.pause(0.3)
+        assert "(shout, execcmd)" in panel_text(panel)  # what a second Y would cover
+        assert (proj / "victim").is_dir() and ran(proj) == []
+        await pilot.press("y")  # not Y: only the call on screen
+        await until(pilot, lambda: panel.current is not None
+                    and panel.current.call.name == "execcmd", what="the execcmd call")
+        await pilot.pause(approval_module.GUARD_SECONDS + 0.15)
+        await pilot.press("n", *"no", "enter")
+        await wait_idle(pilot)
+        assert (proj / "victim").is_dir() and ran(proj) == ["notes.txt"]
