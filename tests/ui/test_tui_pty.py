@@ -87,7 +87,7 @@ def test_a_person_runs_a_project_tool_through_the_tui(tmp_path: Path) -> None:
         assert "asking because" in screen
         assert not (proj / "shout.ran").exists()  # asked, not run
 
-        term.idle(0.8)  # keys in an approval's first half second go to the message box
+        term.idle(1.0)  # keys in an approval's first half second go to the message box
         term.type("y")
         term.wait_text("finished ok")
         chat_width = int(COLS * 0.6)
@@ -122,7 +122,7 @@ def test_three_queued_calls_answered_y_y_y_in_a_real_terminal(tmp_path: Path) ->
             assert "1/3" in screen and "2/3" in screen and "3/3" in screen  # all listed
             for key in ("y allow", "n deny", "a always", "d never", "Y all", "N none"):
                 assert key in screen, screen
-            term.idle(0.8)
+            term.idle(1.0)
             term.type("y")
             term.wait(lambda n=n: len((proj / "shout.ran").read_text().split()) == n
                       if (proj / "shout.ran").exists() else False, f"call {n} to run")
