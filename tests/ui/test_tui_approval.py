@@ -88,7 +88,7 @@ async def test_a_writes_an_allow_rule_to_kep_toml(proj: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "shout notes.txt")
         await wait_approval(pilot)
-        await pilot.press("a")
+        await pilot.press("a", "a")  # a second key confirms
         await wait_idle(pilot)
         assert ran(proj) == ["notes.txt"]
         data = tomllib.loads((proj / "kep.toml").read_text())
@@ -107,7 +107,7 @@ async def test_d_writes_a_deny_rule_and_later_calls_are_denied_without_asking(pr
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "shout notes.txt")
         await wait_approval(pilot)
-        await pilot.press("d")
+        await pilot.press("d", "d")  # a second key confirms
         await wait_idle(pilot)
         data = tomllib.loads((proj / "kep.toml").read_text())
         assert data["approval"]["rules"][0] == {"tool": "^shout$", "action": "deny"}
@@ -165,7 +165,7 @@ async def test_Y_allows_every_pending_call_of_the_reply(proj: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "shout both")
         await wait_approval(pilot)
-        await pilot.press("Y")
+        await pilot.press("Y", "Y")  # a second key confirms
         await wait_idle(pilot)
         assert sorted(ran(proj)) == ["notes.txt", "other.txt"]
         assert [m.is_error for m in tool_messages(app)] == [False, False]
@@ -177,7 +177,7 @@ async def test_N_denies_every_pending_call_of_the_reply(proj: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "shout both")
         await wait_approval(pilot)
-        await pilot.press("N")
+        await pilot.press("N", "N")  # a second key confirms
         await wait_idle(pilot)
         assert ran(proj) == []
         assert [m.is_error for m in tool_messages(app)] == [True, True]

@@ -56,6 +56,12 @@ class Terminal:
             self.child.send(ch)
             self.pump(0.01)
 
+    def idle(self, seconds: float) -> None:
+        """Keep reading the screen for `seconds` (a person looking before pressing a key)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.pump(0.05)
+
     def close(self) -> int | None:
         if self.child.isalive():
             self.child.terminate(force=True)
@@ -81,6 +87,7 @@ def test_a_person_runs_a_project_tool_through_the_tui(tmp_path: Path) -> None:
         assert "asking because" in screen
         assert not (proj / "shout.ran").exists()  # asked, not run
 
+        term.idle(1.0)  # keys in an approval's first half second go to the message box
         term.type("y")
         term.wait_text("finished ok")
         chat_width = int(COLS * 0.6)
@@ -151,5 +158,34 @@ def test_the_real_kep_in_an_untrusted_checkout_asks_first_and_runs_nothing(
         term.wait_text("extensions/")
         time.sleep(0.5)
         assert hostile.markers(checkout) == set()
+    finally:
+        term.close()
+
+
+@pytest.mark.slow
+def test_three_queued_calls_answered_y_y_y_in_a_real_terminal(tmp_path: Path) -> None:
+    proj = make_project(tmp_path / "proj")
+    (proj / "third.txt").write_text("third file\n")
+    term = Terminal([*kep_argv(), "--model", "offline", "--project", str(proj)], proj)
+    try:
+        term.wait_text("Message kep")
+        term.type("shout notes.txt; shout other.txt; shout third.txt")
+        term.child.send("\r")
+        for n, path in ((1, "notes.txt"), (2, "other.txt"), (3, "third.txt")):
+            term.wait_text(f'▶ {n}/3 shout {{"path": "{path}"}}  asking')
+            screen = term.text()
+            assert "1/3" in screen and "2/3" in screen and "3/3" in screen  # all listed
+            for key in ("y allow", "n deny", "a always", "d never", "Y all", "N none"):
+                assert key in screen, screen
+            term.idle(1.0)
+            term.type("y")
+            term.wait(lambda n=n: len((proj / "shout.ran").read_text().split()) == n
+                      if (proj / "shout.ran").exists() else False, f"call {n} to run")
+        term.wait_text("3 calls: 3 finished ok")
+        assert sorted((proj / "shout.ran").read_text().split()) == [
+            "notes.txt", "other.txt", "third.txt"]
+        assert "Message kep" in term.text()  # no y landed in the message box
+        term.child.send("\x11")  # ctrl+q
+        term.child.expect(pexpect.EOF, timeout=15)
     finally:
         term.close()

@@ -100,10 +100,12 @@ def approval(app: KepApp) -> ApprovalPanel:
     return app.approval  # mounted after the first frame (Lazy)
 
 
-async def wait_approval(pilot: Pilot[Any]) -> ApprovalPanel:
+async def wait_approval(pilot: Pilot[Any], *, armed: bool = True) -> ApprovalPanel:
+    """Until a call waits for an answer; `armed`: and has been on screen long enough for
+    keys to answer it (before that they go to the message box)."""
     panel = approval(pilot.app)  # type: ignore[arg-type]
-    await until(pilot, lambda: panel.is_mounted and panel.display and panel.current is not None,
-                what="approval")
+    await until(pilot, lambda: panel.is_mounted and panel.display and panel.current is not None
+                and (panel.armed or not armed), what="approval")
     return panel
 
 

@@ -67,3 +67,21 @@ def test_failing_tool_exits_1_and_the_model_still_answers(project: Path) -> None
     out = run(project, "--model", "offline", "--yes", "readfile missing.txt")
     assert out.returncode == 1
     assert "**readfile** failed" in out.stdout
+
+
+def test_offline_makes_several_calls_in_one_reply(project: Path) -> None:
+    (project / "a.txt").write_text("alpha line\n")
+    (project / "b.txt").write_text("beta line\n")
+    out = run(project, "--model", "offline", "--yes", "--json", "readfile a.txt; readfile b.txt")
+    assert out.returncode == 0, out.stderr
+    events = [json.loads(line) for line in out.stdout.splitlines()]
+    replies = [e["message"] for e in events if e["type"] == "MessageAdded"
+               and e["message"]["role"] == "assistant"]
+    # One reply carries both calls; the next one summarises both results.
+    assert [len(r.get("tool_calls") or []) for r in replies] == [2, 0]
+    finished = [e for e in events if e["type"] == "ToolFinished"]
+    assert [f["status"] for f in finished] == ["ok", "ok"]
+    text = "".join(e["text"] for e in events if e["type"] == "TextDelta")
+    assert "2 calls: 2 finished ok" in text and text.index("alpha") < text.index("beta")
+    plain = run(project, "--model", "offline", "--yes", "readfile a.txt; readfile b.txt")
+    assert plain.returncode == 0 and "alpha line" in plain.stdout and "beta line" in plain.stdout

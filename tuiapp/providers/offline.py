@@ -2,9 +2,10 @@
 
 A message that names a tool (`readfile README.md`, `readfile {"filename": "README.md"}`,
 `/call readfile …`) becomes a real tool call through the normal approval and runner path;
-after the result it answers with a short summary. Anything else gets a reply listing the
-tools and how to configure a real provider. New users, the tests and the screenshots all
-exercise the whole loop with it.
+after the result it answers with a short summary. Several calls, one per line or separated by
+`;` (`readfile a.txt; readfile b.txt`), become several calls in one reply, as real models make
+them. Anything else gets a reply listing the tools and how to configure a real provider. New
+users, the tests and the screenshots all exercise the whole loop with it.
 """
 
 from __future__ import annotations
@@ -38,11 +39,13 @@ class OfflineProvider(Provider):
         if last.role == "tool":
             text = summarise_results(_trailing_results(messages))
         else:
-            call = parse_call(last.content, by_name)
-            if call is not None:
-                yield ToolCall(call.id, call.name, call.arguments, call.raw_arguments,
-                               call.arguments_error)
-                yield Usage(_tokens(messages), 10)
+            calls, skipped = parse_calls(last.content, by_name)
+            if calls:
+                if skipped:
+                    yield TextDelta(skipped_note(skipped))
+                for call in calls:
+                    yield call
+                yield Usage(_tokens(messages), 10 * len(calls))
                 yield StreamEnd("tool_use")
                 return
             text = help_text(tools)
@@ -69,13 +72,76 @@ def _trailing_results(messages: Sequence[Message]) -> list[Message]:
     return out[::-1]
 
 
+def parse_calls(text: str, tools: dict[str, ToolSpec]) -> tuple[list[ToolCall], list[str]]:
+    """Every call in a message: one per line or `;`-separated (outside quotes and braces).
+    Returns (calls, the non-empty pieces that are not calls). No call at all: ([], [])."""
+    pieces = [p.strip() for p in split_calls(text)]
+    pieces = [p for p in pieces if p]
+    calls, skipped = [], []
+    for piece in pieces:
+        call = parse_call(piece, tools)
+        if call is None:
+            skipped.append(piece)
+        else:
+            calls.append(call)
+    return (calls, skipped) if calls else ([], [])
+
+
+def split_calls(text: str) -> list[str]:
+    """Split at newlines and `;` that are outside quotes and `{…}`/`[…]`, so JSON arguments
+    and quoted words keep theirs: `grep "a;b" .; readfile x` is two calls. An unclosed quote
+    (an apostrophe in `don't`) is read as a plain character; an unclosed brace keeps the
+    text whole, so a broken JSON argument is reported as such rather than cut up."""
+    pieces = _split(text, quotes=True)
+    if pieces is None:
+        pieces = _split(text, quotes=False)
+    return pieces if pieces is not None else [text]
+
+
+def _split(text: str, *, quotes: bool) -> list[str] | None:
+    pieces: list[str] = []
+    start = depth = 0
+    quote = ""
+    escaped = False
+    for i, ch in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\" and quote == '"':
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif quotes and ch in "\"'":
+            quote = ch
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth = max(0, depth - 1)
+        elif ch in ";\n" and depth == 0:
+            pieces.append(text[start:i])
+            start = i + 1
+    pieces.append(text[start:])
+    return None if quote or depth else pieces
+
+
+def skipped_note(skipped: list[str]) -> str:
+    shown = ", ".join(f"`{_short(p)}`" for p in skipped[:3])
+    more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    return f"Not a tool call, skipped: {shown}{more}.\n\n"
+
+
+def _short(piece: str, limit: int = 40) -> str:
+    piece = " ".join(piece.split()).replace("`", "ʼ")
+    return piece if len(piece) <= limit else piece[: limit - 1] + "…"
+
+
 def parse_call(text: str, tools: dict[str, ToolSpec]) -> ToolCall | None:
     """`NAME args…`, `NAME {json}` or `/call NAME …` where NAME is a known tool."""
     text = text.strip()
-    if text.startswith("/call "):
-        text = text[6:].lstrip()
-    name, _, rest = text.partition(" ")
-    name = name.strip()
+    if text.startswith("/call") and text[5:6].isspace():
+        text = text[5:].lstrip()
+    # The name ends at the first whitespace of any kind (a tab is as good as a space).
+    name, rest = m.groups() if (m := re.match(r"(\S+)\s*(.*)", text, re.S)) else ("", "")
     if name not in tools:
         return None
     rest = rest.strip()
@@ -92,10 +158,7 @@ def positional_arguments(rest: str, parameters: dict[str, Any]) -> dict[str, Any
     props: dict[str, Any] = parameters.get("properties") or {}
     required = [p for p in parameters.get("required", []) if p in props]
     order = required + [p for p in props if p not in required]
-    try:
-        words = shlex.split(rest)
-    except ValueError:
-        words = rest.split()
+    words = _words(rest)
     args: dict[str, Any] = {}
     loose: list[str] = []
     for w in words:
@@ -114,6 +177,20 @@ def positional_arguments(rest: str, parameters: dict[str, Any]) -> dict[str, Any
             value, loose = loose[0], loose[1:]
         args[param] = _coerce(value, props[param])
     return args
+
+
+SHLEX_LIMIT = 10_000  # shlex reads a character at a time: seconds for a long argument
+
+
+def _words(rest: str) -> list[str]:
+    """Shell-style words; plain whitespace splitting when there is nothing to unquote, or the
+    text is too long for shlex to stay quick (the provider runs on the UI's event loop)."""
+    if len(rest) > SHLEX_LIMIT or not any(c in rest for c in "\"'\\"):
+        return rest.split()
+    try:
+        return shlex.split(rest)
+    except ValueError:
+        return rest.split()
 
 
 def _coerce(value: str, schema: dict[str, Any]) -> Any:
@@ -154,6 +231,9 @@ def summarise_results(results: list[Message]) -> str:
         shown = "\n".join(lines[:FIRST_LINES]).replace("```", "ʼʼʼ")
         more = f"\n… {len(lines) - FIRST_LINES} more lines" if len(lines) > FIRST_LINES else ""
         parts.append(f"{head}\n\n```\n{shown}\n```{more}" if shown else f"{head} (no output)")
+    if len(results) > 1:
+        ok = sum(not m.is_error for m in results)
+        parts.insert(0, f"{len(results)} calls: {ok} finished ok, {len(results) - ok} not.")
     return "\n\n".join(parts)
 
 
@@ -167,7 +247,7 @@ def help_text(tools: Sequence[ToolSpec]) -> str:
     return (
         "I'm kep's **offline** model: no network, no API key. I run tools for you: type a "
         f"tool's name and its arguments, e.g. `{example}`, or JSON: "
-        '`/call NAME {"arg": "value"}`.\n\n'
+        '`/call NAME {"arg": "value"}`. Several calls: one per line, or `a; b`.\n\n'
         f"Tools available ({len(tools)}):\n{listing}\n\n"
         "To talk to a real model, set `OPENAI_API_KEY` or `ANTHROPIC_API_KEY` (or "
         "`OPENROUTER_API_KEY`, or a `[providers.NAME]` table in kep.toml) and pick it with "

@@ -25,7 +25,9 @@ from textual.worker import Worker, WorkerState
 from tuiapp.core.display import printable, printable_line
 from tuiapp.core.events import (
     Event,
+    MessageAdded,
     RegistryChanged,
+    ToolCallDecided,
     ToolCallRequested,
     ToolCallStarted,
     ToolFinished,
@@ -377,13 +379,16 @@ class KepApp(SessionStarts, SessionActions, NarrowLayout, App[int]):
         # listed) still has to leave the screen idle.
         worker = event.worker
         if worker.group == "conversation" and worker.is_finished and not self.busy:
+            self.approval.drop_closed()
             self.query_one(Transcript).end_reply(
                 interrupted=worker.state == WorkerState.CANCELLED)
             if self.query_one(StatusFooter).state != "error":
                 self.set_state("error" if worker.state == WorkerState.ERROR else "idle")
 
     def action_interrupt(self) -> None:
-        if self.chat.running:
+        if self.approval.waiting and not self.approval.has_focus_within:
+            self.approval.focus()  # Esc in the message box: over to the waiting call
+        elif self.chat.running:
             self.chat.cancel_tools()
         elif self.busy and not self.approval.display:
             self.workers.cancel_group(self, "conversation")
@@ -408,6 +413,10 @@ class KepApp(SessionStarts, SessionActions, NarrowLayout, App[int]):
         if (isinstance(event, ToolCallRequested) and not self._panes_hidden_by_user
                 and not self.narrow):  # (narrow: an overlay opens only when asked for)
             self.panes.remove_class("-hidden")
+        if isinstance(event, MessageAdded) and event.message.tool_calls:
+            self.approval.start_reply(event.message.tool_calls)
+        elif isinstance(event, (ToolCallDecided, ToolFinished)):
+            self.approval.settle(event)
         if isinstance(event, ToolCallStarted):
             self.set_state("tools")
         elif isinstance(event, ToolFinished) and not self.chat.running:
@@ -429,6 +438,23 @@ class KepApp(SessionStarts, SessionActions, NarrowLayout, App[int]):
             block.asking(req.verdict.rule)
         self.approval.push(req)
         self.set_state("approval")
+        if not self.approval.has_focus_within and not self._prompt_in_use():
+            self.approval.focus()
+
+    def _prompt_in_use(self) -> bool:
+        """The user is writing in the message box (it has the keyboard and some text): a
+        call that appears now must not take the keyboard (Esc there moves to it). An empty
+        box is not in use: keys typed just as the call appears are caught by its guard."""
+        prompt = self.query_one(PromptInput)
+        return prompt.has_focus and bool(prompt.text)
+
+    def on_approval_panel_typed(self, message: ApprovalPanel.Typed) -> None:
+        prompt = self.query_one(PromptInput)
+        prompt.focus()
+        prompt.insert(message.text)
+
+    def on_approval_panel_leave(self) -> None:
+        self.query_one(PromptInput).focus()
 
     def on_approval_panel_answered_all(self, message: ApprovalPanel.AnsweredAll) -> None:
         # Requests of the same reply that reached the panel meanwhile get the same answer.
@@ -436,6 +462,8 @@ class KepApp(SessionStarts, SessionActions, NarrowLayout, App[int]):
         self.approval.answer_matching(self.broker.in_batch, message.approval)
 
     def on_approval_panel_done(self) -> None:
+        if self.approval.display:
+            return  # the next call arrived meanwhile: it keeps the keyboard
         self.query_one(PromptInput).focus()
         if self.busy:
             self.set_state("tools" if self.chat.running else "streaming")

@@ -137,9 +137,10 @@ async def take_all(project: Path, out: Path) -> list[Path]:
 
         await pilot.press(*"shout notes.txt")
         await pilot.press("enter")
-        approval = app.query_one("#approval")
-        await _until(pilot, lambda: bool(approval.display), "the approval panel")
-        await pilot.pause(0.3)
+        approval = app.approval
+        # armed: on screen long enough for a key to answer it (before, keys go to the prompt)
+        await _until(pilot, lambda: approval.armed, "the approval panel")
+        await pilot.pause(0.1)
         shot(app, "approval")
 
         await pilot.press("y")

@@ -1,15 +1,22 @@
 """Inline approval, above the prompt (no modal: the transcript stays in view).
 
-Shows the tool, where it comes from, its arguments as highlighted JSON and the rule that made
-kep ask. Keys: y allow once · n deny (optional reason, sent to the model) · a always allow ·
-d always deny · e edit the arguments · Y / N all pending. Each key has a button too.
-Requests queue in order; the panel resolves each request's Future exactly once.
+Shows the tool, where it comes from, its arguments as highlighted JSON, the rule that made
+kep ask and, when the model's reply has several calls, every one of them. Keys: y allow once ·
+n deny (optional reason, sent to the model) · a always allow · d always deny · e edit the
+arguments · Y / N all pending. Each key has a button too. Requests queue in order; the panel
+resolves each request's Future exactly once.
+
+Stray typing must never answer: the app gives the panel the keyboard only when the message box
+is not in use; keys in the first GUARD_SECONDS after a call is shown go to the message box
+instead; and the answers that write config (a, d) or cover several calls (Y, N) take a second
+press of the same key (or Enter) within CONFIRM_SECONDS.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -22,19 +29,24 @@ from textual.widgets import Button, Input, Static, TextArea
 
 from tuiapp.core.conversation import Approval
 from tuiapp.core.display import printable, printable_line
-from tuiapp.tools.schema import arguments_error
+from tuiapp.core.events import ToolCallDecided, ToolFinished
+from tuiapp.core.messages import ToolCall
 from tuiapp.ui.bridge import PendingApproval
+from tuiapp.ui.widgets.approval_editor import ArgsEditor, parse_arguments
+from tuiapp.ui.widgets.approval_keys import (
+    BUTTONS,
+    CONFIRMED,
+    AnswerKeys,
+    KeyButton,
+    fit_columns,
+)
+from tuiapp.ui.widgets.approval_queue import ReplyCalls
 
-# (key, label, action, variant). Labels stay short: the row must fit beside the tool panes.
-BUTTONS = (("y", "allow", "allow", "success"), ("n", "deny…", "deny", "error"),
-           ("a", "always", "always_allow", "default"), ("d", "never", "always_deny", "default"),
-           ("e", "edit", "edit", "default"), ("Y", "all", "allow_all", "default"),
-           ("N", "none", "deny_all", "default"))
 
-
-class ApprovalPanel(Vertical, can_focus=True):
+class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
+    # The answer keys are read in on_key (guard and confirmation first); these work in the
+    # reason and edit modes, where a child has the keyboard.
     BINDINGS: ClassVar[list[BindingType]] = [
-        *(Binding(key, action, label, show=False) for key, label, action, _ in BUTTONS),
         Binding("escape", "back", "back", show=False),
         Binding("ctrl+s", "run_edited", "run edited", show=False),
     ]
@@ -56,80 +68,199 @@ class ApprovalPanel(Vertical, can_focus=True):
     class Done(Message):
         """Nothing left to ask: the app gives focus back to the prompt."""
 
+    class Typed(Message):
+        """A key meant for the message box (typed as the call appeared): the app puts it
+        there and gives the message box the keyboard."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class Leave(Message):
+        """Esc: back to the message box (Esc there comes back)."""
+
     def __init__(self, root: Path, **kwargs: str) -> None:
         super().__init__(**kwargs)
         self.root = root
         self.queue: list[PendingApproval] = []
+        self.reply = ReplyCalls()
         self.mode = "view"  # view | reason | edit
+        self.shown_at = 0.0  # when the current call was shown (the guard counts from it)
+        self.confirming: tuple[str, float] | None = None  # (action, when its first key came)
+        self.answering = False  # the user answered the call before this one from here
+        self.ignored_key = False  # a key came too soon after this call appeared
+        self._shown: str | None = None  # id of the call on screen
 
     def compose(self) -> ComposeResult:
         yield Static(classes="approval-title")
+        with VerticalScroll(classes="approval-queue"):
+            yield Static(classes="approval-list")
         yield Static(classes="approval-source")
         with VerticalScroll(classes="approval-args"):
             yield Static(classes="approval-json")
         yield Static(classes="approval-rule")
-        yield Input(placeholder="Why? (sent to the model; Enter to deny, Esc to go back)",
-                    classes="approval-reason")
-        yield TextArea(classes="approval-editor", soft_wrap=True, tab_behavior="indent")
-        yield Static(classes="approval-error")
-        with Horizontal(classes="approval-buttons"):
-            for key, label, action, variant in BUTTONS:
-                yield Button(Content.assemble((key, "bold"), f" {label}"),
-                             variant=variant,  # type: ignore[arg-type]
-                             compact=True, name=action, classes=f"approval-{action}")
-        with Horizontal(classes="approval-edit-buttons"):
-            yield Button("ctrl+s Run with these arguments", variant="success", compact=True,
-                         name="run_edited")
-            yield Button("esc Back", compact=True, name="back")
+
+        yield ArgsEditor(classes="approval-editor", soft_wrap=True, tab_behavior="indent")
+        # Docked at the bottom: the answer's controls stay on screen when the rest is cut.
+        with Vertical(classes="approval-footer"):
+            yield Static(classes="approval-error")
+            yield Input(placeholder="Why? (sent to the model; Enter to deny, Esc to go back)",
+                        classes="approval-reason")
+            yield Static(classes="approval-hint")
+            with Vertical(classes="approval-buttons"):  # a grid: as many columns as fit
+                for key, label, action, variant in BUTTONS:
+                    yield KeyButton(Content.assemble((key, "bold"), f" {label}"),
+                                    variant=variant,  # type: ignore[arg-type]
+                                    compact=True, name=action, classes=f"approval-{action}")
+            with Horizontal(classes="approval-edit-buttons"):
+                yield KeyButton("ctrl+s Run with these", variant="success", compact=True,
+                                name="run_edited")
+                yield KeyButton("esc Back", compact=True, name="back")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        # Every key has a button: the button's name is the action it runs.
+        # Every key has a button: the button's name is the action it runs. A click is
+        # deliberate (no guard) but still confirms what writes config or covers several calls.
         event.stop()
-        if event.button.name:
+        if event.button.name in CONFIRMED:
+            self.press(event.button.name)
+        elif event.button.name:
             getattr(self, f"action_{event.button.name}")()
+
+    def on_args_editor_back(self, event: ArgsEditor.Back) -> None:
+        event.stop()
+        self.action_back()
+
+    def on_resize(self) -> None:
+        self._fit_buttons()
+
+    def _fit_buttons(self) -> None:
+        """As many button columns as the width allows, so every key stays readable."""
+        grid = self.query_one(".approval-buttons")
+        widths = [Content(str(b.label)).cell_length + 2 for b in grid.query(KeyButton)]
+        grid.styles.grid_size_columns = fit_columns(
+            widths, grid.content_region.width or self.content_region.width)
+
+
+    def on_focus(self) -> None:
+        self._hint()
+
+    def on_blur(self) -> None:
+        self._left()
+
+    def on_descendant_blur(self) -> None:
+        self._left()
+
+    def _left(self) -> None:
+        if not self.has_focus_within:  # the keyboard went elsewhere, not to a child
+            self.answering = False
+        self._hint()
 
     @property
     def current(self) -> PendingApproval | None:
         self.queue = [r for r in self.queue if r.open]  # cancelled turns drop theirs
         return self.queue[0] if self.queue else None
 
+    @property
+    def waiting(self) -> bool:
+        """A call is on screen waiting for an answer."""
+        return self.display and self.current is not None
+
     def push(self, request: PendingApproval) -> None:
         self.queue.append(request)
         if not self.is_mounted:
             return  # mounted after the first frame (KepApp); on_mount shows the queue
-        if len(self.queue) == 1:
-            self._show()
-        else:
-            self._title()
         self.display = True
-        self.focus()
+        self._show()
 
     def on_mount(self) -> None:
         if self.current is not None:
-            self._show()
             self.display = True
-            self.focus()
+            self._show()
+
+    def start_reply(self, calls: Sequence[ToolCall]) -> None:
+        """The calls of a new model reply (listed while any of them is asked about)."""
+        self.reply.start(calls)
+
+    def settle(self, event: ToolCallDecided | ToolFinished) -> None:
+        """What became of one of the reply's calls: the list says so. Once every call of the
+        reply is decided and none is waiting, the panel goes away."""
+        if self.reply.settle(event) and self.is_mounted and self.display:
+            if self.current is None and not self.reply.unsettled():
+                self._finish()
+            else:
+                self._draw_list()
 
     def drop_closed(self) -> None:
+        """The turn ended (or was cancelled): nothing more of its reply will be asked."""
+        self.reply.clear()
         if self.current is None:
             self._finish()
+        else:
+            self._draw_list()
 
     # ---- drawing ----------------------------------------------------------------------
 
     def _title(self) -> None:
         req = self.current
+        title = self.query_one(".approval-title", Static)
         if req is None:
+            title.update(Content.styled("Waiting for the next call of this reply…", "dim"))
             return
         more = f"   (+{len(self.queue) - 1} waiting)" if len(self.queue) > 1 else ""
-        self.query_one(".approval-title", Static).update(Content.assemble(
-            "Run ", (printable_line(req.call.name), "bold"), "?", (more, "dim")))
+        title.update(Content.assemble("Run ", (printable_line(req.call.name), "bold"), "?",
+                                      (more, "dim")))
+
+    def _draw_list(self) -> None:
+        req = self.current
+        box = self.query_one(".approval-queue")
+        listed = len(self.reply.calls) > 1 and (req is None or self.reply.has(req.call.id))
+        box.set_class(not listed, "-hidden")  # a class: edit mode's CSS may hide it too
+        if listed:
+            current = req.call.id if req else None
+            self.query_one(".approval-list", Static).update(self.reply.lines(current))
+            if current:  # the asked call in view, with the one before it for context
+                box.scroll_to(y=max(0, self.reply.index(current) - 1), animate=False)
+
+    def _hint(self) -> None:
+        if not self.is_mounted:
+            return
+        req = self.current
+        text: Content | str = ""
+        if req is not None and self.confirming:
+            text = Content.styled(self._confirm_text(self.confirming[0]), "bold $text-warning")
+        elif req is not None and self.ignored_key and not self.armed:
+            text = Content.styled("Key ignored: this call has only just appeared.",
+                                  "$text-warning")
+        elif req is not None and not self.has_focus_within:
+            text = Content.styled("Typing in the message box? Esc there comes here to answer "
+                           "(or click a button).", "$text-warning")
+        hint = self.query_one(".approval-hint", Static)
+        hint.update(text)
+        hint.display = bool(text)
 
     def _show(self) -> None:
         req = self.current
+        self.set_class(req is None, "-waiting")
         if req is None:
+            if self.display and self.reply.unsettled():
+                # The next call of this reply is on its way: keep the keyboard meanwhile.
+                self._shown = None
+                self._title()
+                self._draw_list()
+                self._hint()
+                return
             self._finish()
             return
         self._title()
+        self._draw_list()
+        if req.call.id == self._shown:
+            return  # already on screen (and perhaps half answered: a reason being typed)
+        self._shown = req.call.id
+        self.shown_at = time.monotonic()
+        self.confirming, self.ignored_key = None, False
+        # The guard counts from when the call is on screen (the first one waits for the
+        # JSON highlighter to load), not from when it arrived.
+        self.call_after_refresh(self._on_screen, req.call.id)
         source = req.spec.source
         try:
             source = str(Path(source).relative_to(self.root))
@@ -146,6 +277,8 @@ class ApprovalPanel(Vertical, can_focus=True):
                if req.verdict.again else (("asking because ", "dim"), req.verdict.rule))
         self.query_one(".approval-rule", Static).update(Content.assemble(*why))
         self._set_mode("view")
+        self._fit_buttons()
+        self._hint()
 
     def _set_mode(self, mode: str) -> None:
         self.mode = mode
@@ -160,8 +293,8 @@ class ApprovalPanel(Vertical, can_focus=True):
             editor = self.query_one(".approval-editor", TextArea)
             editor.load_text(json.dumps(req.call.arguments, indent=2, ensure_ascii=False))
             editor.focus()
-        else:
-            self.focus()
+        elif self.has_focus_within:
+            self.focus()  # back from reason/edit; never taken from the message box here
 
     def _error(self, text: str) -> None:
         error = self.query_one(".approval-error", Static)
@@ -174,6 +307,7 @@ class ApprovalPanel(Vertical, can_focus=True):
         req = self.current
         if req is None:
             return
+        self.answering = self.has_focus_within
         req.resolve(approval)
         if same_tool:  # a rule now covers the others waiting for this tool
             for other in self.queue[1:]:
@@ -183,8 +317,10 @@ class ApprovalPanel(Vertical, can_focus=True):
 
     def _finish(self) -> None:
         self.queue.clear()
-        self.display = False
-        self.post_message(self.Done())
+        self._shown, self.confirming, self.answering = None, None, False
+        if self.display:
+            self.display = False
+            self.post_message(self.Done())
 
     def action_allow(self) -> None:
         self._answer(Approval(True))
@@ -215,7 +351,7 @@ class ApprovalPanel(Vertical, can_focus=True):
         req = self.current
         if req is None or self.mode != "edit":
             return
-        problem, value = _parse_arguments(self.query_one(".approval-editor", TextArea).text,
+        problem, value = parse_arguments(self.query_one(".approval-editor", TextArea).text,
                                           req.spec.parameters)
         if problem:
             self._error(f"✗ {problem}")
@@ -228,6 +364,7 @@ class ApprovalPanel(Vertical, can_focus=True):
             self._set_mode("view")
 
     def _answer_all(self, approval: Approval) -> None:
+        self.answering = self.has_focus_within
         for req in self.queue:
             req.resolve(approval)
         self.post_message(self.AnsweredAll(approval))
@@ -245,15 +382,3 @@ class ApprovalPanel(Vertical, can_focus=True):
 
     def action_deny_all(self) -> None:
         self._answer_all(Approval(False))
-
-
-def _parse_arguments(text: str, parameters: dict[str, object]) -> tuple[str | None, dict]:
-    """Edited arguments → (problem, value). JSON first, then the tool's schema."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        return f"not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})", {}
-    if not isinstance(value, dict):
-        return f"arguments must be a JSON object, not {type(value).__name__}", {}
-    problem = arguments_error(parameters, value)  # type: ignore[arg-type]
-    return (f"does not match the tool's schema: {problem}" if problem else None), value

@@ -18,8 +18,8 @@ KEYS: dict[str, tuple[tuple[str, str, str], ...]] = {
                   ("ctrl+p", "commands", "app.command_palette")),
     "tools": (("esc", "cancel tools", "app.interrupt"), ("ctrl+t", "panes", "app.toggle_panes"),
               ("ctrl+p", "commands", "app.command_palette")),
-    "approval": (("y", "allow", ""), ("n", "deny", ""), ("a", "always", ""),
-                 ("e", "edit", ""), ("Y/N", "all", "")),
+    "approval": (("y", "allow", ""), ("n", "deny", ""), ("a a", "always", ""),
+                 ("e", "edit", ""), ("Y Y/N N", "all", ""), ("esc", "message box", "")),
     "error": (("ctrl+r", "retry", "app.retry"), ("enter", "send", ""),
               ("ctrl+p", "commands", "app.command_palette")),
 }
