@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--light-schema", action="store_true", help="print extension packs' Light Schema"
     )
+    p.add_argument("--check", action="store_true",
+                   help="run the protocol checklist on this project's tools (exit 2: errors)")
+    p.add_argument("--strict", action="store_true", help="with --check: warnings exit 1")
 
     p = sub.add_parser("call", help="run one tool directly")
     _common(p)
