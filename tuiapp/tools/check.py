@@ -96,7 +96,9 @@ def spec_findings(spec: ToolSpec, *, keprompt: bool) -> list[Finding]:
             "say in a sentence what it does and when the model should call it")
     params = spec.parameters if isinstance(spec.parameters, dict) else {}
     props = params.get("properties") or {}
-    if isinstance(props, dict):
+    # Extension packs' schemas come from a bare signature: the format has no place for a
+    # parameter's description, so asking for one would be a finding nobody can fix.
+    if isinstance(props, dict) and spec.format != "extension":
         for pname, schema in props.items():
             if not isinstance(schema, dict) or not str(schema.get("description", "")).strip():
                 add("warning", "parameter-without-description",
