@@ -90,7 +90,7 @@ case "${1:-}" in
 [
   {
     "name": "__NAME__",
-    "description": "Echo a message back, upper-cased on request. Replace this text with what the tool does and when the model should call it.",
+    "description": "Echo a message back, upper-cased on request (say what yours does).",
     "parameters": {
       "type": "object",
       "properties": {
@@ -128,7 +128,7 @@ esac
 LLM_BASH = r'''#!/usr/bin/env bash
 set -e
 
-# @describe Echo a message back, upper-cased on request. Replace this text with what the tool does.
+# @describe Echo a message back, upper-cased on request (say what yours does).
 # @option --message! The text to echo, e.g. hello
 # @flag --shout Upper-case the reply
 
