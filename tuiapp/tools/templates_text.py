@@ -153,7 +153,7 @@ PY_RUN = '''def run(message: str, shout: bool = False) -> str:
     return message.upper() if shout else message
 '''
 
-LLM_PYTHON = '''"""__NAME__: an llm-functions tool (the function `run` becomes the tool __NAME__)."""
+LLM_PYTHON = '''"""__NAME__: an llm-functions tool (its function `run` is the tool __NAME__)."""
 
 ''' + PY_RUN
 
