@@ -265,7 +265,7 @@ def broken_hint(error: str) -> str:
         return "make line 1 #!/usr/bin/env python3 (or bash), with that interpreter installed"
     if "timed out" in low:
         return "list the tools without slow work at import time, or raise [tools] list_timeout"
-    if "not json" in low or "wrong shape" in low or "printed nothing" in low:
+    if "json" in low or "array" in low or "wrong shape" in low or "printed nothing" in low:
         return "print only the JSON array on stdout; send logs to stderr"
     if "schema" in low:
         return "fix the parameters: a JSON schema object with \"type\": \"object\""
