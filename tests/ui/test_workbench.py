@@ -170,3 +170,59 @@ async def test_form_types_bounds_enums_json_and_required(proj: Path) -> None:
         form.set_values({"n": 2, "mode": "fast", "tags": [], "flag": False})
         await pilot.pause()
         assert form.read() == ({"n": 2, "mode": "fast", "tags": [], "flag": False}, None)
+
+
+async def test_a_save_outside_kep_reruns_and_escapes_are_shown_not_obeyed(
+        proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tuiapp.tools.templates import create
+
+    path = create(proj, "greet").path
+    monkeypatch.setenv("EDITOR", "true")  # headless: cannot suspend, falls back to kep's editor
+    app = make_app(Workspace(config.load(proj)), model="offline")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, app.tools_ready.is_set, what="tools")
+        assert app.open_tool("greet")
+        await until(pilot, lambda: app.bench() is not None and app.bench().query("#field-0"),
+                    what="the workbench")
+        bench = app.bench()
+        bench.query_one("#field-0", Input).value = "a\x1b[2Jb"
+        bench.action_toggle_run_on_save()
+        bench.action_run()
+        await until(pilot, lambda: len(bench.runs) == 1 and not bench.running, what="run 1")
+        assert "a\\x1b[2Jb" in log_text(bench) and "\x1b" not in log_text(bench)
+        # Another editor saves the file; the reload (the watcher's) shows the new output.
+        text = path.read_text().replace("return message.upper() if shout else message",
+                                        'return "v2 " + message')
+        path.write_text(text)
+        app.refresh_tools()
+        await until(pilot, lambda: len(bench.runs) == 2 and not bench.running, what="rerun")
+        assert "v2 a" in log_text(bench)
+        bench.action_edit()
+        await until(pilot, lambda: isinstance(app.screen, ToolEditor), what="kep's editor")
+
+
+async def test_enter_on_a_broken_tool_and_the_check_from_the_palette(proj: Path) -> None:
+    from tuiapp.tools.templates import create
+
+    create(proj, "greet")
+    bad = proj / "prompts" / "functions" / "bad"
+    bad.write_text("#!/bin/sh\necho '{}'\n")
+    bad.chmod(0o755)
+    app = make_app(Workspace(config.load(proj)), model="offline")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, app.tools_ready.is_set, what="tools")
+        app.action_toggle_functions()
+        await pilot.pause()
+        listing = app.functions.query_one("OptionList")
+        listing.focus()
+        listing.highlighted = 1  # the broken source (groups with a broken entry come first)
+        await pilot.press("enter")
+        await until(pilot, lambda: app.bench() is not None, what="the workbench")
+        status = app.bench().query_one(".bench--status", Static)
+        await until(pilot, lambda: "broken" in str(status.render()), what="the reason")
+        assert "JSON" in str(status.render()) or "array" in str(status.render())
+        assert "fix:" in str(status.render())
+        app.action_check_tools()
+        summary = app.functions.query_one(".functions-panel--summary", Static)
+        await until(pilot, lambda: "check:" in str(summary.render()), what="the check")
+        assert "check: 1 error" in str(summary.render())

@@ -118,19 +118,25 @@ class WorkbenchActions:
         self.edit_source(message.path)
 
     def edit_source(self, path: Path) -> None:
+        from textual.app import SuspendNotSupported
+
         app = self._app()
         command = editor_command()
+        if command is not None:
+            try:
+                with app.suspend():
+                    subprocess.run([*command, str(path)], check=False)
+            except SuspendNotSupported:
+                command = None  # no terminal to hand over: edit in the app instead
+            except OSError as e:
+                app.notify(f"could not start {command[0]}: {e.strerror or e}; editing in kep",
+                           title="Edit", severity="warning")
+                command = None
         if command is None:
             from tuiapp.ui.screens.tool_editor import ToolEditor
 
             app.push_screen(ToolEditor(path),
                             lambda _saved: app.call_after_refresh(self._refocus_bench))
-            return
-        try:
-            with app.suspend():
-                subprocess.run([*command, str(path)], check=False)
-        except Exception as e:  # no terminal to hand over (headless), editor not found
-            app.notify(f"could not start {command[0]}: {e}", title="Edit", severity="error")
             return
         self.reload_source(path)
         app.call_after_refresh(self._refocus_bench)
