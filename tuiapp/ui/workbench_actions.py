@@ -69,7 +69,7 @@ class WorkbenchActions:
             self._bench_runner = app.ws.runner("workbench")
         key = entry.name if isinstance(entry, ToolSpec) else entry.source
         bench = Workbench(entry, self._bench_runs.setdefault(key, []), self._bench_runner,
-                          lambda: app.ws.config.approval)
+                          lambda: app.ws.config.approval, root=app.ws.root)
         old = self.bench()
         if old is not None:
             old.remove()

@@ -34,6 +34,7 @@ from tuiapp.tools.check import broken_hint
 from tuiapp.tools.direct import DirectRun, run_direct
 from tuiapp.tools.model import BrokenTool, ToolSpec
 from tuiapp.tools.runner import Runner
+from tuiapp.ui.widgets.functions_panel import short_source
 from tuiapp.ui.widgets.schema_form import SchemaForm
 
 Entry = ToolSpec | BrokenTool
@@ -95,8 +96,10 @@ class Workbench(Widget, can_focus=False):
         pass
 
     def __init__(self, entry: Entry, runs: list[DirectRun], runner: Runner,
-                 approval: Callable[[], ApprovalConfig], *, id: str | None = "workbench") -> None:
+                 approval: Callable[[], ApprovalConfig], *, root: Path | None = None,
+                 id: str | None = "workbench") -> None:
         super().__init__(id=id)
+        self.root = root
         self.entry = entry
         self.runs = runs  # shared with the app: kept when the workbench closes
         self.runner = runner
@@ -105,6 +108,7 @@ class Workbench(Widget, can_focus=False):
         self.running = False
         self._seen_mtime = _mtime(entry.source)
         self._last_stream = "stdout"
+        self._line_open = False  # the log's last line has no newline yet
 
     @property
     def source(self) -> str:
@@ -155,7 +159,7 @@ class Workbench(Widget, can_focus=False):
         e = self.entry
         title, status, desc = self.query(".bench--title").first(Static), \
             self.query_one(".bench--status", Static), self.query_one("#bench-desc", Static)
-        title.update(f"{self.tool_name} · {e.format} · {e.source}")
+        title.update(f"{self.tool_name} · {e.format} · {short_source(e.source, self.root)}")
         if isinstance(e, BrokenTool):
             status.add_class("-broken")
             status.update(f"✗ broken: {e.error}\nfix: {broken_hint(e.error)}")
@@ -222,7 +226,7 @@ class Workbench(Widget, can_focus=False):
         self.running = True
         log = self.query_one("#bench-log", Log)
         log.clear()
-        self._last_stream = "stdout"
+        self._last_stream, self._line_open = "stdout", False
         self._result(f"running {spec.name} {_args_text(arguments)} …")
         try:
             run = await run_direct(self.runner, spec, arguments, self.approval(), self._output)
@@ -232,10 +236,10 @@ class Workbench(Widget, can_focus=False):
         self._result(f"#{len(self.runs)} {run.summary()}", error=run.status != "ok")
         if run.status in ("ok", "failed", "timed_out", "cancelled") and not run.stdout \
                 and not run.stderr:
-            log.write_line(_printable(run.result))
+            self._write(_printable(run.result) + "\n")
         elif run.result.strip() != run.stdout.strip() and run.status == "ok":
-            log.write_line("── result ──")
-            log.write_line(_printable(run.result))
+            self._mark("result")
+            self._write(_printable(run.result) + "\n")
         self._show_runs()
         self.post_message(self.RunFinished(run))
 
@@ -245,11 +249,19 @@ class Workbench(Widget, can_focus=False):
             self.run = run
 
     def _output(self, stream: str, text: str) -> None:
-        log = self.query_one("#bench-log", Log)
         if stream != self._last_stream:
             self._last_stream = stream
-            log.write_line(f"── {stream} ──")
-        log.write(_printable(text))
+            self._mark(stream)
+        self._write(_printable(text))
+
+    def _write(self, text: str) -> None:
+        if text:
+            self.query_one("#bench-log", Log).write(text)
+            self._line_open = not text.endswith("\n")
+
+    def _mark(self, what: str) -> None:
+        """A header line where the output changes stream (on a line of its own)."""
+        self._write(("\n" if self._line_open else "") + f"── {what} ──\n")
 
     def _result(self, text: str, *, error: bool = False) -> None:
         widget = self.query_one("#bench-result", Static)
@@ -280,11 +292,11 @@ class Workbench(Widget, can_focus=False):
     def _show_output(self, run: DirectRun) -> None:
         log = self.query_one("#bench-log", Log)
         log.clear()
-        log.write(_printable(run.stdout or run.result))
+        self._line_open = False
+        self._write(_printable(run.stdout or run.result))
         if run.stderr:
-            log.write_line("")
-            log.write_line("── stderr ──")
-            log.write(_printable(run.stderr))
+            self._mark("stderr")
+            self._write(_printable(run.stderr))
 
     def action_rerun(self) -> None:
         run = self._selected()
