@@ -226,3 +226,38 @@ async def test_enter_on_a_broken_tool_and_the_check_from_the_palette(proj: Path)
         summary = app.functions.query_one(".functions-panel--summary", Static)
         await until(pilot, lambda: "check:" in str(summary.render()), what="the check")
         assert "check: 1 error" in str(summary.render())
+
+
+async def test_a_2mb_line_and_500_parameters_stay_bounded(proj: Path) -> None:
+    import json
+    import time
+
+    props = {f"p{i}": {"type": "string", "description": f"parameter {i}"} for i in range(500)}
+    defs = json.dumps([{"name": "flood", "description": "Print two megabytes on one line.",
+                        "parameters": {"type": "object", "properties": props}}])
+    tool = proj / "prompts" / "functions" / "flood"
+    tool.write_text("#!/bin/sh\nif [ \"$1\" = --list-functions ]; then echo '" + defs +
+                    "'; exit; fi\ncat >/dev/null\nhead -c 2000000 /dev/zero | tr '\\0' x\n")
+    tool.chmod(0o755)
+    app = make_app(Workspace(config.load(proj)), model="offline")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, app.tools_ready.is_set, what="tools")
+        t0 = time.perf_counter()
+        assert app.open_tool("flood")
+        await until(pilot, lambda: app.bench() is not None
+                    and bool(app.bench().query("#field-extra")), what="the form")
+        bench = app.bench()
+        assert time.perf_counter() - t0 < 10
+        assert len(bench.query("SchemaForm Input")) == 41  # 40 fields + "more arguments"
+        bench.query_one("#field-0", Input).value = "first"
+        bench.query_one("#field-extra", Input).value = '{"p499": "last", "p0": "ignored"}'
+        assert bench.query_one(SchemaForm).read() == ({"p499": "last", "p0": "first"}, None)
+        started = time.perf_counter()
+        bench.action_run()
+        await until(pilot, lambda: len(bench.runs) == 1 and not bench.running, what="run",
+                    timeout=30)
+        await pilot.pause()
+        assert bench.runs[0].bytes == 2_000_000 and bench.runs[0].status == "ok"
+        lines = bench.query_one("#bench-log", Log).lines
+        assert max(len(line) for line in lines) <= 2000 and "output cut at 256 KiB" in lines[-1]
+        assert time.perf_counter() - started < 15

@@ -17,6 +17,9 @@ from textual.widget import Widget
 from textual.widgets import Checkbox, Input, Label, Select
 
 NO_VALUE = Select.NULL  # an enum left unset
+# A form of hundreds of fields takes seconds to build and nobody fills it in: past this many
+# parameters the rest go into one JSON object field ("more arguments").
+MAX_FIELDS = 40
 
 
 def _type(schema: dict[str, Any]) -> str:
@@ -54,6 +57,9 @@ class SchemaForm(Widget):
         req = params.get("required")
         self.required = set(req) if isinstance(req, list) else set()
         self.initial = values or {}
+        names = list(self.properties)
+        self.extra = names[MAX_FIELDS:]  # parameters without a field of their own
+        self.properties = {k: self.properties[k] for k in names[:MAX_FIELDS]}
 
     def compose(self) -> ComposeResult:
         if not self.properties:
@@ -69,6 +75,14 @@ class SchemaForm(Widget):
                 yield Label(desc, classes="schema-form--help", markup=False)
             with Vertical(classes="schema-form--field"):
                 yield self._field(i, name, schema, kind)
+        if self.extra:
+            req = [n for n in self.extra if n in self.required]
+            yield Label(f"more arguments ({len(self.extra)} parameters: "
+                        f"{', '.join(self.extra[:5])}…) as a JSON object"
+                        + (f"; required: {', '.join(req[:5])}" if req else ""), markup=False)
+            start = {k: self.initial[k] for k in self.extra if k in self.initial}
+            yield Input(json.dumps(start) if start else "", id="field-extra",
+                        placeholder='JSON object, e.g. {"name": "value"}')
 
     def _value(self, name: str, schema: dict[str, Any]) -> Any:
         return self.initial.get(name, schema.get("default"))
@@ -95,6 +109,9 @@ class SchemaForm(Widget):
 
     def set_values(self, values: dict[str, Any]) -> None:
         """Fill the fields from a run's arguments (a re-run, an earlier run picked)."""
+        if self.extra:
+            more = {k: values[k] for k in self.extra if k in values}
+            self.query_one("#field-extra", Input).value = json.dumps(more) if more else ""
         for i, (name, schema) in enumerate(self.properties.items()):
             widget = self.query_one(f"#field-{i}")
             value = values.get(name)
@@ -115,6 +132,14 @@ class SchemaForm(Widget):
     def read(self) -> tuple[dict[str, Any], str | None]:
         """(arguments, None), or ({}, "field: what is wrong")."""
         out: dict[str, Any] = {}
+        if self.extra:
+            text = self.query_one("#field-extra", Input).value
+            if text.strip():
+                try:
+                    more = self._parse(text, "object")
+                except ValueError as e:
+                    return {}, f"more arguments: {e}"
+                out.update({k: v for k, v in more.items() if k not in self.properties})
         for i, (name, schema) in enumerate(self.properties.items()):
             widget = self.query_one(f"#field-{i}")
             kind = _type(schema)

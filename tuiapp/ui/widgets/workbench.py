@@ -38,6 +38,8 @@ from tuiapp.ui.widgets.functions_panel import short_source
 from tuiapp.ui.widgets.schema_form import SchemaForm
 
 Entry = ToolSpec | BrokenTool
+LOG_CAP = 256 * 1024  # characters of one run shown in the log
+LINE_FOLD = 2000  # a longer line is folded
 KEYS = "F5 run · F4 edit · F6 run on save · F7 send to chat · F8 diff · F9 re-run · F3 close"
 
 
@@ -109,6 +111,8 @@ class Workbench(Widget, can_focus=False):
         self._seen_mtime = _mtime(entry.source)
         self._last_stream = "stdout"
         self._line_open = False  # the log's last line has no newline yet
+        self._col = 0  # length of that line
+        self._shown = 0  # characters written this run
 
     @property
     def source(self) -> str:
@@ -226,7 +230,7 @@ class Workbench(Widget, can_focus=False):
         self.running = True
         log = self.query_one("#bench-log", Log)
         log.clear()
-        self._last_stream, self._line_open = "stdout", False
+        self._last_stream, self._line_open, self._col, self._shown = "stdout", False, 0, 0
         self._result(f"running {spec.name} {_args_text(arguments)} …")
         try:
             run = await run_direct(self.runner, spec, arguments, self.approval(), self._output)
@@ -255,9 +259,27 @@ class Workbench(Widget, can_focus=False):
         self._write(_printable(text))
 
     def _write(self, text: str) -> None:
-        if text:
-            self.query_one("#bench-log", Log).write(text)
-            self._line_open = not text.endswith("\n")
+        """Into the log, bounded: lines folded at LINE_FOLD characters (a growing line is
+        measured again on every write) and at most LOG_CAP characters a run, then a note."""
+        if not text or self._shown >= LOG_CAP:
+            return
+        room = LOG_CAP - self._shown
+        capped = len(text) > room
+        text = text[:room]
+        self._shown += len(text)
+        out: list[str] = []
+        for piece in text.splitlines(keepends=True):
+            while self._col + len(piece.rstrip("\n")) > LINE_FOLD:
+                take = LINE_FOLD - self._col
+                out += [piece[:take], "\n"]
+                piece, self._col = piece[take:], 0
+            out.append(piece)
+            self._col = 0 if piece.endswith("\n") else self._col + len(piece)
+        if capped:
+            out.append(f"\n… output cut at {LOG_CAP // 1024} KiB here (Send and diff use the "
+                       "run's whole result)\n")
+        self.query_one("#bench-log", Log).write("".join(out))
+        self._line_open = self._col != 0 and not capped
 
     def _mark(self, what: str) -> None:
         """A header line where the output changes stream (on a line of its own)."""
@@ -292,7 +314,7 @@ class Workbench(Widget, can_focus=False):
     def _show_output(self, run: DirectRun) -> None:
         log = self.query_one("#bench-log", Log)
         log.clear()
-        self._line_open = False
+        self._line_open, self._col, self._shown = False, 0, 0
         self._write(_printable(run.stdout or run.result))
         if run.stderr:
             self._mark("stderr")
@@ -322,8 +344,9 @@ class Workbench(Widget, can_focus=False):
             f"run #{ia}", f"run #{ib}", lineterm="")
         log = self.query_one("#bench-log", Log)
         log.clear()
+        self._line_open, self._col, self._shown = False, 0, 0
         text = "\n".join(lines) or f"runs #{ia} and #{ib} gave the same result"
-        log.write(_printable(text))
+        self._write(_printable(text))
         self._result(f"diff of run #{ia} and run #{ib}")
 
     def action_send(self) -> None:
