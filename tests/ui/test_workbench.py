@@ -259,5 +259,6 @@ async def test_a_2mb_line_and_500_parameters_stay_bounded(proj: Path) -> None:
         await pilot.pause()
         assert bench.runs[0].bytes == 2_000_000 and bench.runs[0].status == "ok"
         lines = bench.query_one("#bench-log", Log).lines
-        assert max(len(line) for line in lines) <= 2000 and "output cut at 256 KiB" in lines[-1]
+        assert max(len(line) for line in lines) <= 2000
+        assert any("output cut at 256 KiB" in line for line in lines[-3:])
         assert time.perf_counter() - started < 15
