@@ -261,12 +261,12 @@ class Workbench(Widget, can_focus=False):
     def _write(self, text: str) -> None:
         """Into the log, bounded: lines folded at LINE_FOLD characters (a growing line is
         measured again on every write) and at most LOG_CAP characters a run, then a note."""
-        if not text or self._shown >= LOG_CAP:
+        if not text or self._shown > LOG_CAP:
             return
         room = LOG_CAP - self._shown
         capped = len(text) > room
         text = text[:room]
-        self._shown += len(text)
+        self._shown += len(text) + (1 if capped else 0)  # past the cap: nothing more
         out: list[str] = []
         for piece in text.splitlines(keepends=True):
             while self._col + len(piece.rstrip("\n")) > LINE_FOLD:
@@ -278,8 +278,9 @@ class Workbench(Widget, can_focus=False):
         if capped:
             out.append(f"\n… output cut at {LOG_CAP // 1024} KiB here (Send and diff use the "
                        "run's whole result)\n")
+            self._col = 0
         self.query_one("#bench-log", Log).write("".join(out))
-        self._line_open = self._col != 0 and not capped
+        self._line_open = self._col != 0
 
     def _mark(self, what: str) -> None:
         """A header line where the output changes stream (on a line of its own)."""
