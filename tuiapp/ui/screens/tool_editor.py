@@ -39,7 +39,9 @@ def language_of(path: Path, text: str) -> str | None:
 
 
 def save_text(path: Path, text: str) -> None:
-    """Write through a temp file in the same dir and rename: never a half-written tool."""
+    """Write through a temp file in the same dir and rename: never a half-written tool.
+    A symlinked tool is saved into the file it points to (the code that runs), the link kept."""
+    path = Path(os.path.realpath(path))
     mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".kep-save")
     try:
