@@ -59,3 +59,17 @@ def test_invalid_arguments_run_nothing(project: Path, tmp_path: Path) -> None:
         run, _ = go(cfg, tmp_path, args)
         assert run.status == "invalid" and "nothing was run" in run.note
     assert not (tmp_path / "ran").exists()
+
+
+def test_prune_spool_keeps_the_newest(tmp_path: Path) -> None:
+    import os
+
+    from tuiapp.tools.direct import prune_spool
+
+    for i in range(60):
+        f = tmp_path / f"{i}.log"
+        f.write_text("x")
+        os.utime(f, (1000 + i, 1000 + i))
+    prune_spool(tmp_path, keep=50)
+    assert sorted(int(p.stem) for p in tmp_path.iterdir()) == list(range(10, 60))
+    prune_spool(tmp_path / "missing")  # no dir yet: nothing to do

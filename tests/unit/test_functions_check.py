@@ -157,3 +157,24 @@ def test_cli_exit_codes_json_and_hostile_text(project: Path) -> None:
     assert data["exit_status"] == 2 and data["counts"]["error"] == 1
     assert data["findings"][0]["code"] == "not-executable"
     assert "chmod +x" in data["findings"][0]["fix"]
+
+
+def test_a_deny_rule_skips_the_probes_that_call_a_function(project: Path,
+                                                           tmp_path: Path) -> None:
+    import tomllib
+
+    from tuiapp import config
+
+    marker = tmp_path / "called"
+    put(project, tool_text(run=f"touch {marker}; cat >/dev/null; echo fine"))
+    cfg = config.parse(tomllib.loads('[tools]\nbuiltins = false\n[[approval.rules]]\n'
+                                     'tool = ".*"\naction = "deny"\n'), "test", project)
+
+    async def go() -> list[Finding]:
+        reg = Registry(cfg)
+        await reg.refresh()
+        return await check_entries(reg.entries(), reg.context(), approval=cfg.approval)
+
+    found = asyncio.run(go())
+    assert codes(found) == {"probe-denied"} and all(f.severity == "info" for f in found)
+    assert len(found) == 2 and not marker.exists()

@@ -19,7 +19,8 @@ from tuiapp.tools.registry import Registry
 
 def run_check(registry: Registry, entries: Sequence[ToolSpec | BrokenTool], *,
               as_json: bool, strict: bool) -> int:
-    findings = asyncio.run(check_entries(entries, registry.context()))
+    findings = asyncio.run(check_entries(entries, registry.context(),
+                                         approval=registry.config.approval))
     status = exit_status(findings, strict=strict)
     if as_json:
         json.dump({"findings": [f.to_json() for f in findings], "counts": counts(findings),

@@ -12,6 +12,9 @@ with a timeout, stdin fed or closed, cwd = the project root as every real call:
   EXE <unknown name>          → must exit non-zero with a message on stderr
   EXE <first function>  stdin "{not json"  → must exit non-zero
 
+The probes that call a function (an unknown name, the first function with bad input) are
+calls: a deny rule for them (policy.decide_direct, as for `kep call`) skips the probe.
+
 The relative-path probe is differential, never a guess from the source text: a tool whose
 listing fails (or differs) from the project root but works from its own folder opens files
 relative to that folder, and will fail when kep runs it.
@@ -20,6 +23,7 @@ relative to that folder, and will fail when kep runs it.
 from __future__ import annotations
 
 import asyncio
+import os
 import stat
 import time
 from collections.abc import Iterable, Sequence
@@ -28,6 +32,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tuiapp import paths
+from tuiapp.config import ApprovalConfig
+from tuiapp.core import policy
+from tuiapp.core.messages import ToolCall
 from tuiapp.tools.formats.base import FormatContext, ProcResult, ToolLoadError
 from tuiapp.tools.model import BrokenTool, ToolSpec
 
@@ -153,7 +160,18 @@ def _listing(probe: _Probe) -> tuple[list[dict[str, Any]] | None, str]:
         return None, str(e)
 
 
-async def keprompt_findings(path: Path, ctx: FormatContext) -> list[Finding]:
+def _denied(name: str, spec: ToolSpec | None, approval: ApprovalConfig | None) -> str | None:
+    """The deny rule that stops calling `name`, if any: a probe that calls a function is a
+    call, and the one policy decision (as for `kep call`) says whether it may run."""
+    if approval is None:
+        return None
+    verdict = policy.decide_direct(ToolCall("check", name, {}), approval, os.environ, spec=spec)
+    return verdict.rule if verdict.action == "deny" else None
+
+
+async def keprompt_findings(path: Path, ctx: FormatContext,
+                            approval: ApprovalConfig | None = None,
+                            specs: Sequence[ToolSpec] = ()) -> list[Finding]:
     src = str(path)
     out: list[Finding] = []
 
@@ -203,7 +221,12 @@ async def keprompt_findings(path: Path, ctx: FormatContext) -> list[Finding]:
     if version.result is None or version.result.exit_code != 0 \
             or not version.result.stdout.strip():
         add("info", "no-version", "no --version", "answer --version with one line, e.g. 1.0")
-    unknown = await _probe(ctx, [src, UNKNOWN_NAME], ctx.project_root, stdin=b"{}")
+    skipped: list[str] = []
+    rule = _denied(UNKNOWN_NAME, None, approval)
+    unknown = (_Probe(None, 0.0) if rule else
+               await _probe(ctx, [src, UNKNOWN_NAME], ctx.project_root, stdin=b"{}"))
+    if rule:
+        skipped.append(f"the unknown-name probe (denied by {rule})")
     if unknown.result is not None and not unknown.result.timed_out:
         if unknown.result.exit_code == 0:
             add("warning", "unknown-name-exits-0",
@@ -215,11 +238,19 @@ async def keprompt_findings(path: Path, ctx: FormatContext) -> list[Finding]:
                 "print 'unknown function NAME' to stderr before exiting non-zero")
     if defs:
         first = defs[0]["name"]
-        bad = await _probe(ctx, [src, first], ctx.project_root, stdin=MALFORMED_STDIN)
+        spec = next((t for t in specs if t.name == first), None)
+        rule = _denied(first, spec, approval)
+        bad = (_Probe(None, 0.0) if rule else
+               await _probe(ctx, [src, first], ctx.project_root, stdin=MALFORMED_STDIN))
+        if rule:
+            skipped.append(f"the malformed-input probe of {first} (denied by {rule})")
         if bad.result is not None and not bad.result.timed_out and bad.result.exit_code == 0:
             add("warning", "malformed-stdin-exits-0",
                 f"{first} exits 0 on malformed JSON input", "parse stdin with json.loads "
                 "(or jq); on failure print the reason to stderr and exit 1", tool=first)
+    for what in skipped:
+        add("info", "probe-denied", f"skipped {what}",
+            "nothing to fix; allow the tool in [[approval.rules]] to run this probe")
     return out
 
 
@@ -227,7 +258,8 @@ async def keprompt_findings(path: Path, ctx: FormatContext) -> list[Finding]:
 
 
 async def check_entries(entries: Sequence[ToolSpec | BrokenTool], ctx: FormatContext,
-                        *, include_builtins: bool = False) -> list[Finding]:
+                        *, approval: ApprovalConfig | None = None,
+                        include_builtins: bool = False) -> list[Finding]:
     """Findings for every source in `entries` (what the registry listed), sorted by source."""
     findings: list[Finding] = []
     keprompt_files: dict[str, None] = {}
@@ -247,7 +279,8 @@ async def check_entries(entries: Sequence[ToolSpec | BrokenTool], ctx: FormatCon
 
     async def one(src: str) -> list[Finding]:
         async with gate:
-            return await keprompt_findings(Path(src), ctx)
+            specs = [e for e in entries if isinstance(e, ToolSpec) and e.source == src]
+            return await keprompt_findings(Path(src), ctx, approval, specs)
 
     for found in await asyncio.gather(*(one(s) for s in keprompt_files)):
         findings += found

@@ -46,6 +46,19 @@ class DirectRun:
                 f"{self.bytes} bytes")
 
 
+def prune_spool(spool_dir: os.PathLike[str] | str, keep: int = 50) -> None:
+    """Keep the newest `keep` spool files of direct runs (they are not a session's)."""
+    try:
+        files = sorted(os.scandir(spool_dir), key=lambda e: e.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for entry in files[keep:]:
+        try:
+            os.unlink(entry.path)
+        except OSError:
+            pass
+
+
 async def run_direct(runner: Runner, spec: ToolSpec, arguments: dict[str, Any],
                      approval: ApprovalConfig,
                      on_output: Callable[[str, str], None] | None = None) -> DirectRun:

@@ -66,7 +66,10 @@ class WorkbenchActions:
         if not hasattr(self, "_bench_runs"):
             self._bench_runs = {}
         if self._bench_runner is None:
+            from tuiapp.tools.direct import prune_spool
+
             self._bench_runner = app.ws.runner("workbench")
+            prune_spool(self._bench_runner.spool_dir)  # bounded across kep runs
         key = entry.name if isinstance(entry, ToolSpec) else entry.source
         bench = Workbench(entry, self._bench_runs.setdefault(key, []), self._bench_runner,
                           lambda: app.ws.config.approval, root=app.ws.root)
@@ -188,7 +191,8 @@ class WorkbenchActions:
         app = self._app()
         registry = app.ws.registry
         app.notify("Checking tools…", title="Check", timeout=2)
-        findings = await check_entries(registry.entries(), registry.context())
+        findings = await check_entries(registry.entries(), registry.context(),
+                                       approval=app.ws.config.approval)
         app.functions.update_findings(findings)
         app.functions.remove_class("-hidden")
         n: dict[str, Any] = counts(findings)
