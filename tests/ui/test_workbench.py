@@ -262,3 +262,32 @@ async def test_a_2mb_line_and_500_parameters_stay_bounded(proj: Path) -> None:
         assert max(len(line) for line in lines) <= 2000
         assert any("output cut at 256 KiB" in line for line in lines[-3:])
         assert time.perf_counter() - started < 15
+
+
+async def test_opening_tools_one_after_another_keeps_one_workbench_and_their_runs(
+        proj: Path) -> None:
+    from tuiapp.tools.templates import create
+
+    create(proj, "one")
+    create(proj, "two", lang="bash")
+    app = make_app(Workspace(config.load(proj)), model="offline")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, app.tools_ready.is_set, what="tools")
+        for name in ("one", "two", "one", "one"):
+            old = app.bench()
+            assert app.open_tool(name)
+            await until(pilot, lambda n=name, o=old: app.bench() not in (None, o)
+                        and app.bench().tool_name == n and app.bench().query("#field-0"),
+                        what=name)
+            bench = app.bench()
+            before = len(bench.runs)
+            bench.query_one("#field-0", Input).value = f"hi {name}"
+            bench.action_run()
+            await until(pilot, lambda b=bench, n=before: not b.running and len(b.runs) > n,
+                        what="run")
+            await pilot.pause()
+        assert len(app.query(Workbench)) == 1
+        assert [r.result.strip() for r in app.bench().runs] == ["hi one"] * 3
+        app.bench().action_close()
+        await pilot.pause()
+        assert app.bench() is None

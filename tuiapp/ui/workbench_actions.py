@@ -73,10 +73,15 @@ class WorkbenchActions:
         key = entry.name if isinstance(entry, ToolSpec) else entry.source
         bench = Workbench(entry, self._bench_runs.setdefault(key, []), self._bench_runner,
                           lambda: app.ws.config.approval, root=app.ws.root)
+        app.run_worker(self._swap_bench(bench), group="bench-open", exclusive=True)
+
+    async def _swap_bench(self, bench: Workbench) -> None:
+        """One workbench at a time: the old one is gone before the new one (same id) comes."""
+        app = self._app()
         old = self.bench()
         if old is not None:
-            old.remove()
-        app.query_one("#body").mount(bench, after=app.query_one("#chat"))
+            await old.remove()
+        await app.query_one("#body").mount(bench, after=app.query_one("#chat"))
 
     def open_tool(self, name: str) -> bool:
         spec = self._app().ws.registry.tools.get(name)
