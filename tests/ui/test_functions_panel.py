@@ -146,6 +146,12 @@ async def test_check_findings_badge_and_list() -> None:
         shown = rows(app)
         assert shown[2].startswith("    ⚠ additional-properties: shout: additional")
         assert "fix: add it" in shown[2] and "ℹ no-version" in shown[3]
-        panel.update_findings([])
+        other = str(ROOT / "prompts/functions/other")
+        panel.update_entries([tool("shout", src), tool("other", other)])  # shout unchanged
         await pilot.pause()
-        assert summary(app).endswith("check: clean")
+        assert len(panel.findings or []) == 2
+        changed = tool("shout", src)
+        changed = ToolSpec("shout", "now described", changed.parameters, "keprompt", src)
+        panel.update_entries([changed, tool("other", other)])  # shout's file changed
+        await pilot.pause()
+        assert panel.findings == [] and summary(app).endswith("check: clean")

@@ -201,7 +201,7 @@ async def test_a_save_outside_kep_reruns_and_escapes_are_shown_not_obeyed(
         await until(pilot, lambda: isinstance(app.screen, ToolEditor), what="kep's editor")
 
 
-async def test_enter_on_a_broken_tool_and_the_check_from_the_palette(proj: Path) -> None:
+async def test_enter_on_a_broken_tool_and_the_check_from_the_panel(proj: Path) -> None:
     from tuiapp.tools.templates import create
 
     create(proj, "greet")
@@ -222,7 +222,8 @@ async def test_enter_on_a_broken_tool_and_the_check_from_the_palette(proj: Path)
         await until(pilot, lambda: "broken" in str(status.render()), what="the reason")
         assert "JSON" in str(status.render()) or "array" in str(status.render())
         assert "fix:" in str(status.render())
-        app.action_check_tools()
+        listing.focus()
+        await pilot.press("c")  # the check, from the panel
         summary = app.functions.query_one(".functions-panel--summary", Static)
         await until(pilot, lambda: "check:" in str(summary.render()), what="the check")
         assert "check: 1 error" in str(summary.render())

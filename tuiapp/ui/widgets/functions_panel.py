@@ -75,6 +75,7 @@ class FunctionsPanel(Widget):
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "filter", show=False),
+        Binding("c", "app.check_tools", "check", show=False),
     ]
 
     class ToolChosen(Message):
@@ -118,6 +119,10 @@ class FunctionsPanel(Widget):
         if key == self._key:
             return  # unchanged (a refresh that found nothing new)
         self._key = key
+        if self.findings:  # a changed source's findings no longer hold: run the check again
+            before, after = _by_source(self.entries), _by_source(entries)
+            self.findings = [f for f in self.findings
+                             if before.get(f.source) == after.get(f.source)]
         self.entries = list(entries)
         self._mark_stale()
 
@@ -272,6 +277,13 @@ class FunctionsPanel(Widget):
             if detail:
                 parts.append((f" ({detail})", "$text-muted"))
         widget.update(Content.assemble(*parts))
+
+
+def _by_source(entries: Sequence[Entry]) -> dict[str, list[tuple[object, ...]]]:
+    out: dict[str, list[tuple[object, ...]]] = {}
+    for e in entries:
+        out.setdefault(e.source, []).append(_entry_key(e))
+    return out
 
 
 def _entry_key(e: Entry) -> tuple[object, ...]:
