@@ -292,3 +292,39 @@ async def test_opening_tools_one_after_another_keeps_one_workbench_and_their_run
         app.bench().action_close()
         await pilot.pause()
         assert app.bench() is None
+
+
+async def test_f2_cancels_a_hanging_run_and_its_process_goes(proj: Path) -> None:
+    import os
+
+    tool = proj / "prompts" / "functions" / "hang"
+    tool.write_text("#!/bin/sh\nif [ \"$1\" = --list-functions ]; then echo '[{\"name\": "
+                    "\"hang\", \"description\": \"Hang for a long time.\", \"parameters\": "
+                    "{\"type\": \"object\", \"properties\": {}}}]'; exit; fi\n"
+                    "cat >/dev/null; echo $$; exec sleep 60\n")
+    tool.chmod(0o755)
+    app = make_app(Workspace(config.load(proj)), model="offline")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, app.tools_ready.is_set, what="tools")
+        assert app.open_tool("hang")
+        await until(pilot, lambda: app.bench() is not None
+                    and bool(app.bench().query("#bench-run")), what="the workbench")
+        bench = app.bench()
+        bench.query_one("#bench-run").focus()
+        await pilot.press("f5")
+        await until(pilot, lambda: log_text(bench).strip().isdigit(), what="the pid")
+        pid = int(log_text(bench).strip())
+        await pilot.press("f5")
+        assert "still going" in result_line(bench)
+        await pilot.press("f2")
+        assert "cancelled" in result_line(bench)
+
+        def gone() -> bool:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+            return False
+
+        await until(pilot, gone, what="the tool's process to go", timeout=10)
+        assert not bench.running

@@ -26,7 +26,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Button, Checkbox, Log, OptionList, Static
+from textual.widgets import Button, Checkbox, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tuiapp.config import ApprovalConfig
@@ -35,12 +35,12 @@ from tuiapp.tools.direct import DirectRun, run_direct
 from tuiapp.tools.model import BrokenTool, ToolSpec
 from tuiapp.tools.runner import Runner
 from tuiapp.ui.widgets.functions_panel import short_source
+from tuiapp.ui.widgets.run_log import RunLog, printable
 from tuiapp.ui.widgets.schema_form import SchemaForm
 
 Entry = ToolSpec | BrokenTool
-LOG_CAP = 256 * 1024  # characters of one run shown in the log
-LINE_FOLD = 2000  # a longer line is folded
-KEYS = "F5 run · F4 edit · F6 run on save · F7 send to chat · F8 diff · F9 re-run · F3 close"
+KEYS = ("F5 run · F2 cancel · F4 edit · F6 run on save · F7 send to chat · F8 diff · "
+        "F9 re-run · F3 close")
 
 
 def _mtime(source: str) -> int | None:
@@ -53,11 +53,6 @@ def _mtime(source: str) -> int | None:
 def _args_text(arguments: dict[str, Any], limit: int = 60) -> str:
     text = json.dumps(arguments, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _printable(text: str) -> str:
-    """Tool output may carry escape sequences: shown, never obeyed."""
-    return "".join(c if c.isprintable() or c in "\n\t" else repr(c)[1:-1] for c in text)
 
 
 class Workbench(Widget, can_focus=False):
@@ -82,6 +77,7 @@ class Workbench(Widget, can_focus=False):
         Binding("f8", "diff", "diff", priority=True),
         Binding("f9", "rerun", "re-run", priority=True),
         Binding("f3", "close", "close", priority=True),
+        Binding("f2", "cancel", "cancel run", priority=True),
     ]
 
     class SendToChat(Message):
@@ -109,10 +105,6 @@ class Workbench(Widget, can_focus=False):
         self.run_on_save = False
         self.running = False
         self._seen_mtime = _mtime(entry.source)
-        self._last_stream = "stdout"
-        self._line_open = False  # the log's last line has no newline yet
-        self._col = 0  # length of that line
-        self._shown = 0  # characters written this run
 
     @property
     def source(self) -> str:
@@ -137,7 +129,7 @@ class Workbench(Widget, can_focus=False):
                 yield Button("Send", id="bench-send")
                 yield Checkbox("run on save", id="bench-on-save")
             yield Static("", id="bench-result", markup=False)
-            yield Log(id="bench-log", highlight=False)
+            yield RunLog(id="bench-log")
             yield Static("Runs", classes="bench--title")
             yield OptionList(id="bench-runs", compact=True)
             yield Static(KEYS, classes="bench--keys")
@@ -163,15 +155,16 @@ class Workbench(Widget, can_focus=False):
         e = self.entry
         title, status, desc = self.query(".bench--title").first(Static), \
             self.query_one(".bench--status", Static), self.query_one("#bench-desc", Static)
-        title.update(f"{self.tool_name} · {e.format} · {short_source(e.source, self.root)}")
+        title.update(printable(
+            f"{self.tool_name} · {e.format} · {short_source(e.source, self.root)}"))
         if isinstance(e, BrokenTool):
             status.add_class("-broken")
-            status.update(f"✗ broken: {e.error}\nfix: {broken_hint(e.error)}")
+            status.update(printable(f"✗ broken: {e.error}\nfix: {broken_hint(e.error)}"))
             desc.update("")
         else:
             status.remove_class("-broken")
             status.update("✔ ok")
-            desc.update(e.description or "(no description)")
+            desc.update(printable(e.description or "(no description)"))
 
     def entry_changed(self, entry: Entry | None) -> None:
         """The registry changed. `entry`: this tool (or its broken source) now; None: gone.
@@ -221,29 +214,38 @@ class Workbench(Widget, can_focus=False):
             self._result(f"not run: the tool is broken: {self.entry.error}", error=True)
             return
         if self.running:
-            self._result("a run is still going", error=True)
+            self._result("a run is still going (F2 cancels it)", error=True)
             return
+        self.running = True
         self._run(self.entry, dict(arguments))
+
+    def action_cancel(self) -> None:
+        """Stop the run: its worker is cancelled, and the runner kills the tool's group."""
+        if not self.running:
+            self._result("nothing is running", error=True)
+            return
+        self.workers.cancel_group(self, "bench-run")
+        self.running = False
+        self._result("cancelled", error=True)
 
     @work(exclusive=True, group="bench-run", exit_on_error=False)
     async def _run(self, spec: ToolSpec, arguments: dict[str, Any]) -> None:
-        self.running = True
-        log = self.query_one("#bench-log", Log)
-        log.clear()
-        self._last_stream, self._line_open, self._col, self._shown = "stdout", False, 0, 0
+        log = self.query_one("#bench-log", RunLog)
+        log.reset()
         self._result(f"running {spec.name} {_args_text(arguments)} …")
         try:
-            run = await run_direct(self.runner, spec, arguments, self.approval(), self._output)
+            run = await run_direct(self.runner, spec, arguments, self.approval(),
+                                   log.put_stream)
         finally:
             self.running = False
         self.runs.append(run)
         self._result(f"#{len(self.runs)} {run.summary()}", error=run.status != "ok")
         if run.status in ("ok", "failed", "timed_out", "cancelled") and not run.stdout \
                 and not run.stderr:
-            self._write(_printable(run.result) + "\n")
+            log.put(run.result + "\n")
         elif run.result.strip() != run.stdout.strip() and run.status == "ok":
-            self._mark("result")
-            self._write(_printable(run.result) + "\n")
+            log.mark("result")
+            log.put(run.result + "\n")
         self._show_runs()
         self.post_message(self.RunFinished(run))
 
@@ -252,50 +254,18 @@ class Workbench(Widget, can_focus=False):
             super().__init__()
             self.run = run
 
-    def _output(self, stream: str, text: str) -> None:
-        if stream != self._last_stream:
-            self._last_stream = stream
-            self._mark(stream)
-        self._write(_printable(text))
-
-    def _write(self, text: str) -> None:
-        """Into the log, bounded: lines folded at LINE_FOLD characters (a growing line is
-        measured again on every write) and at most LOG_CAP characters a run, then a note."""
-        if not text or self._shown > LOG_CAP:
-            return
-        room = LOG_CAP - self._shown
-        capped = len(text) > room
-        text = text[:room]
-        self._shown += len(text) + (1 if capped else 0)  # past the cap: nothing more
-        out: list[str] = []
-        for piece in text.splitlines(keepends=True):
-            while self._col + len(piece.rstrip("\n")) > LINE_FOLD:
-                take = LINE_FOLD - self._col
-                out += [piece[:take], "\n"]
-                piece, self._col = piece[take:], 0
-            out.append(piece)
-            self._col = 0 if piece.endswith("\n") else self._col + len(piece)
-        if capped:
-            out.append(f"\n… output cut at {LOG_CAP // 1024} KiB here (Send and diff use the "
-                       "run's whole result)\n")
-            self._col = 0
-        self.query_one("#bench-log", Log).write("".join(out))
-        self._line_open = self._col != 0
-
-    def _mark(self, what: str) -> None:
-        """A header line where the output changes stream (on a line of its own)."""
-        self._write(("\n" if self._line_open else "") + f"── {what} ──\n")
-
     def _result(self, text: str, *, error: bool = False) -> None:
         widget = self.query_one("#bench-result", Static)
-        widget.update(Content.styled(text, "$text-error" if error else "$text-success"))
+        widget.update(Content.styled(printable(text),
+                                     "$text-error" if error else "$text-success"))
 
     # ---- runs -------------------------------------------------------------------------
 
     def _show_runs(self) -> None:
         runs = self.query_one("#bench-runs", OptionList)
-        runs.set_options([Option(f"#{i} {r.summary()}  {_args_text(r.arguments)}", id=str(i))
-                          for i, r in enumerate(self.runs, 1)])
+        runs.set_options([Option(Content(printable(
+            f"#{i} {r.summary()}  {_args_text(r.arguments)}")), id=str(i))
+            for i, r in enumerate(self.runs, 1)])
         if self.runs:
             runs.highlighted = len(self.runs) - 1
 
@@ -313,13 +283,12 @@ class Workbench(Widget, can_focus=False):
         self._show_output(run)
 
     def _show_output(self, run: DirectRun) -> None:
-        log = self.query_one("#bench-log", Log)
-        log.clear()
-        self._line_open, self._col, self._shown = False, 0, 0
-        self._write(_printable(run.stdout or run.result))
+        log = self.query_one("#bench-log", RunLog)
+        log.reset()
+        log.put(run.stdout or run.result)
         if run.stderr:
-            self._mark("stderr")
-            self._write(_printable(run.stderr))
+            log.mark("stderr")
+            log.put(run.stderr)
 
     def action_rerun(self) -> None:
         run = self._selected()
@@ -343,11 +312,9 @@ class Workbench(Widget, can_focus=False):
             [f"args: {json.dumps(a.arguments)}", *a.result.splitlines()],
             [f"args: {json.dumps(b.arguments)}", *b.result.splitlines()],
             f"run #{ia}", f"run #{ib}", lineterm="")
-        log = self.query_one("#bench-log", Log)
-        log.clear()
-        self._line_open, self._col, self._shown = False, 0, 0
-        text = "\n".join(lines) or f"runs #{ia} and #{ib} gave the same result"
-        self._write(_printable(text))
+        log = self.query_one("#bench-log", RunLog)
+        log.reset()
+        log.put("\n".join(lines) or f"runs #{ia} and #{ib} gave the same result")
         self._result(f"diff of run #{ia} and run #{ib}")
 
     def action_send(self) -> None:
