@@ -1,4 +1,4 @@
-"""argv → one of: tui | run | functions | call | init | trust | mcp | sessions | config.
+"""argv → one of: tui | run | functions | call | new | init | trust | mcp | sessions | config.
 
 Every flag of every subcommand is declared here (one place for the CLI contract); the work is
 done by tuiapp.commands.<name>.main(args), imported only when that subcommand runs so that
@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--light-schema", action="store_true", help="print extension packs' Light Schema"
     )
+    p.add_argument("--check", action="store_true",
+                   help="run the protocol checklist on this project's tools (exit 2: errors)")
+    p.add_argument("--strict", action="store_true", help="with --check: warnings exit 1")
 
     p = sub.add_parser("call", help="run one tool directly")
     _common(p)
@@ -108,6 +111,14 @@ def build_parser() -> argparse.ArgumentParser:
         "rest in parameter order (default: JSON on stdin)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON result object")
+
+    p = sub.add_parser("new", help="write a new tool from a template, where kep finds it")
+    _common(p)
+    p.add_argument("name", metavar="NAME", help="the tool's name, e.g. word_count")
+    p.add_argument("--format", default="keprompt",
+                   choices=("keprompt", "llm-functions", "loki", "extension", "aitool"))
+    p.add_argument("--lang", choices=("python", "bash"), default=None,
+                   help="python or bash, where the format has both")
 
     p = sub.add_parser("init", help="copy the built-in functions into this project for editing")
     _common(p)

@@ -47,6 +47,10 @@ def main(args: argparse.Namespace) -> int:
             print("kep: no extension packs (extensions/**/*_tool.py) found", file=sys.stderr)
         return 0
     entries = registry.entries()
+    if getattr(args, "check", False):
+        from tuiapp.commands.functions_check import run_check
+
+        return run_check(registry, entries, as_json=args.json, strict=args.strict)
     if args.json:
         json.dump([e.to_json() for e in entries], sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")

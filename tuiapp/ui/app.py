@@ -47,6 +47,7 @@ from tuiapp.ui.themes import register_themes, set_startup_theme
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
 from tuiapp.ui.widgets.transcript import Transcript
+from tuiapp.ui.workbench_actions import WorkbenchActions
 from tuiapp.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ class ChatScreen(Screen[None]):
 LATER_CSS = Path(__file__).with_name("later.tcss")
 
 
-class KepApp(SessionStarts, SessionActions, NarrowLayout, App[int]):
+class KepApp(WorkbenchActions, SessionStarts, SessionActions, NarrowLayout, App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "kep"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -330,6 +331,7 @@ class KepApp(SessionStarts, SessionActions, NarrowLayout, App[int]):
     def show_tools(self) -> None:
         entries = self.ws.registry.entries()
         self.functions.update_entries(entries)
+        self.bench_sync()
         for panel in self._welcome():
             panel.show_tools(entries)
 

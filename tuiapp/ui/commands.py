@@ -35,6 +35,10 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
                         app.action_toggle_panes)
     yield SystemCommand("Toggle functions panel", "List every tool, broken ones with the reason "
                         "(ctrl+f)", app.action_toggle_functions)
+    yield SystemCommand("New function", "Write a keprompt Python tool from the template and "
+                        "open it in the workbench", app.action_new_function)
+    yield SystemCommand("Check tools", "Run the protocol checklist on this project's tools",
+                        app.action_check_tools)
     yield SystemCommand("Reload tools", "Scan the function directories again",
                         app.action_reload_tools)
     yield SystemCommand("Copy last reply", "The selected text, else the last reply, as "

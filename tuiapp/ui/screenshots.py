@@ -9,6 +9,7 @@ from the environment first: no secret can reach a screenshot. Scenes:
   functions.svg          the functions panel, with a broken tool and its reason
   approval.svg           a pending tool call waiting for y / n / a / d / e
   tool-pane.svg          the tool's output streaming into its side pane
+  workbench.svg          the workbench: a tool's form, a run's output, earlier runs
   theme-<name>.svg       the finished exchange in each bundled theme
 """
 
@@ -156,6 +157,22 @@ async def take_all(project: Path, out: Path) -> list[Path]:
         await pilot.pause(0.2)
         await _until(pilot, idle, "the end of the turn")
         await pilot.pause(0.3)
+
+        app.action_toggle_panes()  # room for the workbench beside the chat
+        app.open_tool("shout")
+        await _until(pilot, lambda: app.bench() is not None
+                     and bool(app.bench().query("#field-0")), "the workbench")
+        bench = app.bench()
+        assert bench is not None
+        bench.query_one("#field-0").value = "notes.txt"  # type: ignore[attr-defined]
+        for _ in range(2):  # two runs: the list of earlier runs shows
+            bench.action_run()
+            await pilot.pause(0.1)
+            await _until(pilot, lambda: not bench.running, "the workbench run")
+        await pilot.pause(0.3)
+        shot(app, "workbench")
+        bench.action_close()
+        await pilot.pause(0.2)
         themes = [t for t in ("dark", "light", "high-contrast") if t in app.available_themes]
         for theme in themes:
             app.theme = theme
