@@ -75,6 +75,9 @@ class AnswerKeys:
             self.press(KEY_ACTIONS[event.character])
         elif self.confirming:
             self._cancel_confirm()
+        elif event.is_printable and event.character:
+            # Not an answer key: typing, which belongs in the message box (never lost).
+            self.post_message(self.Typed(event.character))
 
     def press(self: ApprovalPanel, action: str) -> None:
         """An answer key (or button). Those in CONFIRMED run on the second press."""
