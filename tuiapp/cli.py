@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from tuiapp import __version__
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
-TOOL_RUNNING = {"tui", "run", "call", "mcp", "functions"}  # commands that start processes
+# Commands that start processes. `functions` arms itself, only when it must run something.
+TOOL_RUNNING = {"tui", "run", "call", "mcp"}
 
 
 # Flags accepted both before and after a subcommand. Below the top level their default is
@@ -149,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if (sys.argv[1:] if argv is None else list(argv)) == ["--version"]:
+        print(f"kep {__version__}")  # without building the parser: the quickest answer
+        return EXIT_OK
     args = build_parser().parse_args(argv)
     command = args.command or "tui"
     if command in TOOL_RUNNING:

@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import re
-import tempfile
 import zlib
 from pathlib import Path
 from typing import Any
@@ -60,6 +59,8 @@ class DeclarationCache:
 
     def save(self, fmt: str, root: Path, files: dict[str, dict[str, Any]]) -> None:
         data = {"version": CACHE_VERSION, "format": fmt, "root": str(root), "files": files}
+        import tempfile  # only when writing: the warm path reads
+
         target = self._file(fmt, root)
         try:
             self.directory.mkdir(parents=True, exist_ok=True)

@@ -12,20 +12,23 @@ built-in by name is a feature.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuiapp import paths
 from tuiapp.config import Config
-from tuiapp.core.events import RegistryChanged
 from tuiapp.tools.cache import DeclarationCache, Key, file_key, key_matches
 from tuiapp.tools.formats.base import FormatContext, Lister, ToolFormat, ToolLoadError
 from tuiapp.tools.model import BrokenTool, ToolSpec
+
+if TYPE_CHECKING:  # asyncio and the events cost more to import than a whole warm refresh
+    import asyncio
+
+    from tuiapp.core.events import RegistryChanged
 
 Entry = ToolSpec | BrokenTool
 OUTER_TIMEOUT_MARGIN = 5.0  # on top of list_timeout, for a format that hangs in-process
@@ -75,6 +78,10 @@ def _from_cache(
         )
         for t in entry.get("tools", [])
     ], None
+
+
+async def _no_lister(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("refresh_from_cache() runs nothing")
 
 
 def _one_line(text: str, limit: int = 400) -> str:
@@ -150,9 +157,24 @@ class Registry:
         self._resolve()
         return self._diff(before)
 
+    def refresh_from_cache(self) -> bool:
+        """The warm path, without an event loop or a process: a full scan that succeeds only
+        when every candidate is already known (in memory or in the on-disk cache). True: the
+        registry is up to date. False: something must be declared; call refresh(). Not to be
+        called while refresh() runs."""
+        files, todo, roots_seen = self._scan(self.context(_no_lister), set())
+        if todo:
+            return False
+        self._files = files
+        self._save_disk(roots_seen)  # removed files leave the cache
+        self._resolve()
+        return True
+
     async def refresh(self, paths: Iterable[Path] | None = None) -> RegistryChanged:
         """Rescan. `paths`: files known to have changed; they are declared again even if
         their stat looks the same. None: a full scan, trusting unchanged stats."""
+        import asyncio
+
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -162,6 +184,8 @@ class Registry:
             return self._diff(before)
 
     async def _rescan(self, changed: Iterable[Path] | None) -> None:
+        import asyncio
+
         ctx = self.context()
         # Changed paths as the watcher reports them (real dir + name) and fully resolved.
         force = {q for p in changed or () for q in (
@@ -239,6 +263,8 @@ class Registry:
             self._disk[slot] = view
 
     async def _declare_all(self, todo: list[_File], ctx: FormatContext) -> None:
+        import asyncio
+
         from tuiapp.tools.forkserver import ForkingLister
 
         lister = ForkingLister(ctx.project_root, ctx.env)
@@ -317,6 +343,8 @@ class Registry:
         return dict(self._tools), {b.source for b in self._broken}
 
     def _diff(self, before: tuple[dict[str, ToolSpec], set[str]]) -> RegistryChanged:
+        from tuiapp.core.events import RegistryChanged
+
         old_tools, old_broken = before
         new_broken = {b.source for b in self._broken}
         sources = {t.source for t in self._tools.values()}
