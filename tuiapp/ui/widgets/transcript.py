@@ -76,7 +76,7 @@ def _is_live(chunk: ReplyMarkdown) -> bool:
 
 
 VIRTUALIZE_AFTER = 0.1  # seconds after a scroll, resize or drawn text
-HISTORY_TAIL = 60  # messages drawn when a session is resumed
+HISTORY_TAIL = 24  # messages drawn when a session is resumed (a few screens)
 HISTORY_PAGE = 200  # drawn per request for earlier ones
 PREFETCH_AFTER = 1.0  # seconds of stillness before chunks near the view are drawn
 WARM_UP_AFTER = 0.5  # seconds after start: the first frame and the tool listing come first
