@@ -67,15 +67,10 @@ def _from_cache(
 ) -> tuple[list[ToolSpec], str | None]:
     if "error" in entry:
         return [], str(entry["error"])
+    source, name = str(path), fmt.name
     return [
-        ToolSpec(
-            t["name"],
-            t["description"],
-            t["parameters"],
-            fmt.name,
-            str(path),
-            run=t.get("run") or {},
-        )
+        ToolSpec(t["name"], t["description"], t["parameters"], name, source,
+                 run=t.get("run") or {})
         for t in entry.get("tools", [])
     ], None
 
@@ -219,20 +214,20 @@ class Registry:
                     if key is None:
                         continue
                     state = _File(path, fmt, (int(builtin), fi, ri), root, key)
-                    files[(fmt.name, str(path))] = state
-                    # realpath per file would cost more than the whole stat pass
                     p = str(path)
-                    real = real_root + p[len(root_s):] if p.startswith(root_s) else p
-                    if force and real in force:
+                    files[(fmt.name, p)] = state
+                    # realpath per file would cost more than the whole stat pass
+                    if force and (real_root + p[len(root_s):] if p.startswith(root_s)
+                                  else p) in force:
                         todo.append(state)
                         continue
-                    old = self._files.get((fmt.name, str(path)))
+                    old = self._files.get((fmt.name, p))
                     if old is not None and old.key == key and not old.transient:
                         state.tools, state.error = old.tools, old.error
                         continue
                     if disk is None:
                         disk = self._load_disk(fmt, root)
-                    entry = disk.get(str(path))
+                    entry = disk.get(p)
                     try:
                         if entry is None or not key_matches(entry, key):
                             raise LookupError
