@@ -7,12 +7,17 @@ done by tuiapp.commands.<name>.main(args), imported only when that subcommand ru
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
-from collections.abc import Sequence
 
 from tuiapp import __version__
+
+# Not from typing: `kep --version` imports nothing it does not need (typing alone costs more
+# than answering). argparse is imported where a parser is built.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 # Commands that start processes. `functions` arms itself, only when it must run something.
@@ -24,6 +29,8 @@ TOOL_RUNNING = {"tui", "run", "call", "mcp"}
 
 
 def _common(p: argparse.ArgumentParser, top: bool = False) -> None:
+    import argparse
+
     p.add_argument(
         "--project",
         metavar="DIR",
@@ -33,6 +40,8 @@ def _common(p: argparse.ArgumentParser, top: bool = False) -> None:
 
 
 def _session_flags(p: argparse.ArgumentParser, top: bool = False) -> None:
+    import argparse
+
     d = {} if top else {"default": argparse.SUPPRESS}
     p.add_argument("--model", "-m", metavar="M", help="PROVIDER/MODEL, or offline", **d)
     g = p.add_mutually_exclusive_group()
@@ -64,6 +73,8 @@ def _session_flags(p: argparse.ArgumentParser, top: bool = False) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="kep",
         description="A terminal chat for LLMs with function calling. "
