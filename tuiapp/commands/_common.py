@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from tuiapp import config, paths
+from tuiapp import paths
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # config (tomllib, the settings classes) only where it is loaded
+    from tuiapp import config
     from tuiapp.core.store import Store
 
 
@@ -21,6 +22,8 @@ def project_root(args: argparse.Namespace) -> Path:
 def load_config(args: argparse.Namespace, *, warn: bool = True) -> config.Config:
     """Load user + project config; on a bad file print `kep: FILE: KEY: why` and exit 2.
     Unknown keys are a warning line each on stderr (the TUI shows them itself: warn=False)."""
+    from tuiapp import config
+
     root = project_root(args)
     if not root.is_dir():
         fail(f"project directory {root} does not exist")
