@@ -63,11 +63,13 @@ class DeclarationCache:
 
         target = self._file(fmt, root)
         try:
+            # dumps, not dump: dump always runs the pure-Python encoder
+            text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
             self.directory.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".decl-", suffix=".tmp", dir=self.directory)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump(data, f, separators=(",", ":"), ensure_ascii=False)
+                    f.write(text)
                 os.replace(tmp, target)  # concurrent kep processes: last writer wins, whole
             except BaseException:
                 with contextlib.suppress(OSError):
