@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,12 @@ async def test_a_long_session_draws_its_tail_and_pages_back_on_request(proj: Pat
         assert marker.count >= before - HISTORY_PAGE - 1
         shown = shown_questions(transcript)
         assert shown == list(range(shown[0], turns)) and shown[0] < turns - HISTORY_TAIL // 2
+        # Two requests at once (a double click) draw the page once.
+        before = marker.count
+        await asyncio.gather(marker.action_show_earlier(), marker.action_show_earlier())
+        shown = shown_questions(transcript)
+        assert shown == list(range(shown[0], turns)), "a page was drawn twice"
+        assert not marker.is_attached or marker.count < before
         while marker.is_attached:  # page back to the very first message
             count = marker.count
             await pilot.click(EarlierMessages)

@@ -319,6 +319,7 @@ class EarlierMessages(Static):
 
     def __init__(self, count: int) -> None:
         super().__init__(classes="earlier-messages")
+        self._busy = False  # a second click while a page is being drawn would draw it twice
         self.set_count(count)
 
     def set_count(self, count: int) -> None:
@@ -329,8 +330,13 @@ class EarlierMessages(Static):
             f" — enter or click to show {more:,} more"))
 
     async def action_show_earlier(self) -> None:
-        if isinstance(self.parent, Transcript):
+        if self._busy or not isinstance(self.parent, Transcript):
+            return
+        self._busy = True
+        try:
             await self.parent.show_earlier(self)
+        finally:
+            self._busy = False
 
     async def on_click(self) -> None:
         await self.action_show_earlier()
