@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from _common import REPO, isolated_env, median, temp_home, verdict
 from ui_startup import HELLO, run_in_pty
@@ -59,6 +61,13 @@ def main() -> int:
     args = parser.parse_args()
 
     home = temp_home("kep-bench-resume-")
+    try:
+        return run(args, home)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, home: Path) -> int:
     env = isolated_env(home)
     env["TERM"] = "xterm-256color"
     env.pop("PYTHONDONTWRITEBYTECODE", None)
