@@ -7,15 +7,21 @@ done by tuiapp.commands.<name>.main(args), imported only when that subcommand ru
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
-from collections.abc import Sequence
 
 from tuiapp import __version__
 
+# Not from typing: `kep --version` imports nothing it does not need (typing alone costs more
+# than answering). argparse is imported where a parser is built.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
-TOOL_RUNNING = {"tui", "run", "call", "mcp", "functions"}  # commands that start processes
+# Commands that start processes. `functions` arms itself, only when it must run something.
+TOOL_RUNNING = {"tui", "run", "call", "mcp"}
 
 
 # Flags accepted both before and after a subcommand. Below the top level their default is
@@ -23,6 +29,8 @@ TOOL_RUNNING = {"tui", "run", "call", "mcp", "functions"}  # commands that start
 
 
 def _common(p: argparse.ArgumentParser, top: bool = False) -> None:
+    import argparse
+
     p.add_argument(
         "--project",
         metavar="DIR",
@@ -38,6 +46,8 @@ def _common(p: argparse.ArgumentParser, top: bool = False) -> None:
 
 
 def _session_flags(p: argparse.ArgumentParser, top: bool = False) -> None:
+    import argparse
+
     d = {} if top else {"default": argparse.SUPPRESS}
     p.add_argument("--model", "-m", metavar="M", help="PROVIDER/MODEL, or offline", **d)
     g = p.add_mutually_exclusive_group()
@@ -69,6 +79,8 @@ def _session_flags(p: argparse.ArgumentParser, top: bool = False) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="kep",
         description="A terminal chat for LLMs with function calling. "
@@ -173,6 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if (sys.argv[1:] if argv is None else list(argv)) == ["--version"]:
+        print(f"kep {__version__}")  # without building the parser: the quickest answer
+        return EXIT_OK
     args = build_parser().parse_args(argv)
     command = args.command or "tui"
     if command in TOOL_RUNNING:

@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING
 
 from tuiapp import paths, trust
 from tuiapp.config import Config
-from tuiapp.core.conversation import Approver, Conversation, Emit
-from tuiapp.core.messages import Message
-from tuiapp.providers.base import Provider
 from tuiapp.tools.model import ToolSpec
 from tuiapp.tools.registry import Registry
-from tuiapp.tools.runner import Runner
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: `kep functions` needs none of them
+    from tuiapp.core.conversation import Approver, Conversation, Emit
+    from tuiapp.core.messages import Message
     from tuiapp.core.session_start import StartPlan
     from tuiapp.mcp.client import McpManager, StateListener
+    from tuiapp.providers.base import Provider
+    from tuiapp.tools.runner import Runner
 
 BASE_PROMPT = (
     "You are kep, an assistant in a terminal chat with function calling. Use the tools when "
@@ -77,6 +77,8 @@ class Workspace:
             self.mcp.reconfigure(config)
 
     def runner(self, session_id: str) -> Runner:
+        from tuiapp.tools.runner import Runner
+
         formats = None
         if self.mcp is not None:
             from tuiapp.mcp.client import McpFormat
@@ -108,6 +110,8 @@ class Workspace:
         emit: Emit,
         history: Sequence[Message] = (),
     ) -> Conversation:
+        from tuiapp.core.conversation import Conversation
+
         return Conversation(
             provider=provider,
             tools=self.session_tools,

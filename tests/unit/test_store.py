@@ -366,3 +366,25 @@ def test_killed_writer_loses_at_most_the_event_in_flight(db: Path, project: Path
             got = store.load_messages(sid, for_resume=False)
         # Every acknowledged event is there; the child may have committed more before dying.
         assert any(got == snap for snap in expected[acked:]), (acked, got[-3:])
+
+
+def test_rereading_a_history_sees_every_change_from_any_connection(tmp_path: Path) -> None:
+    """Resuming reads a session twice; the second read may reuse the first, never stale."""
+    from tuiapp.core.events import MessageAdded, TextDelta
+    from tuiapp.core.messages import Message
+
+    store = Store.open(tmp_path / "s.db")
+    sid = store.create_session(tmp_path, "m")
+    store.record(sid, MessageAdded(Message("user", "one")))
+    first = store.load_messages(sid, for_resume=False)
+    first.append(Message("user", "not in the store"))  # the caller's list is its own
+    assert [m.content for m in store.load_messages(sid, for_resume=False)] == ["one"]
+    store.record(sid, TextDelta("streaming"))  # a draft: shown as an interrupted reply
+    assert [m.content for m in store.load_messages(sid, for_resume=False)] == ["one", "streaming"]
+    other = Store.open(tmp_path / "s.db")  # another kep (or thread) writes
+    other.record(sid, MessageAdded(Message("assistant", "two")))
+    other.close()
+    assert [m.content for m in store.load_messages(sid, for_resume=False)] == ["one", "two"]
+    store.record(sid, MessageAdded(Message("user", "three")))
+    assert [m.content for m in store.load_messages(sid)] == ["one", "two", "three"]
+    store.close()

@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from tuiapp import config, paths, trust
+from tuiapp import paths, trust
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # config (tomllib, the settings classes) only where it is loaded
+    from tuiapp import config
     from tuiapp.core.store import Store
 
 
@@ -25,6 +26,8 @@ def load_config(args: argparse.Namespace, *, headless: bool = True) -> config.Co
     .env is not read and its kep.toml not applied. Headless commands say on stderr, in one
     line each, what a trusted project gained since it was trusted (held back until `kep
     trust`) and which config keys are unknown (the TUI shows both itself)."""
+    from tuiapp import config
+
     root = project_root(args)
     if not root.is_dir():
         fail(f"project directory {root} does not exist")

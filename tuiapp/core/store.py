@@ -217,6 +217,9 @@ class Store:
         self._db = conn
         self.path = path
         self._runs: dict[str, int] = {}
+        # The last history read, as recorded, with what identifies the database state then:
+        # resuming reads a session twice (for the model, then for the screen).
+        self._last_read: tuple[tuple[str, int, Any], list[Message]] | None = None
 
     # ---- opening -------------------------------------------------------------------------
 
@@ -355,9 +358,16 @@ class Store:
         """The history as recorded. A reply that was streaming when kep died comes back as an
         interrupted assistant message. With for_resume, it is the history the model saw (see
         history_for_model), valid to send again; without, everything as recorded."""
-        rows = self._db.execute("SELECT data FROM messages WHERE session_id=? ORDER BY seq",
-                                (session_id,)).fetchall()
-        history = [Message.from_dict(json.loads(r[0])) for r in rows]
+        # Unchanged since the last read: no commit here (total_changes), none by another
+        # connection (data_version). Messages are frozen, so sharing them is safe.
+        state = (session_id, self._db.total_changes, self._one("PRAGMA data_version"))
+        if self._last_read is not None and self._last_read[0] == state:
+            history = list(self._last_read[1])
+        else:
+            rows = self._db.execute("SELECT data FROM messages WHERE session_id=? ORDER BY seq",
+                                    (session_id,)).fetchall()
+            history = [Message.from_dict(json.loads(r[0])) for r in rows]
+            self._last_read = (state, list(history))
         draft = self._draft_text(session_id)
         if draft is not None:
             history.append(Message("assistant", draft, interrupted=True))

@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import re
-import tempfile
 import zlib
 from pathlib import Path
 from typing import Any
@@ -60,13 +59,17 @@ class DeclarationCache:
 
     def save(self, fmt: str, root: Path, files: dict[str, dict[str, Any]]) -> None:
         data = {"version": CACHE_VERSION, "format": fmt, "root": str(root), "files": files}
+        import tempfile  # only when writing: the warm path reads
+
         target = self._file(fmt, root)
         try:
+            # dumps, not dump: dump always runs the pure-Python encoder
+            text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
             self.directory.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".decl-", suffix=".tmp", dir=self.directory)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump(data, f, separators=(",", ":"), ensure_ascii=False)
+                    f.write(text)
                 os.replace(tmp, target)  # concurrent kep processes: last writer wins, whole
             except BaseException:
                 with contextlib.suppress(OSError):

@@ -12,17 +12,34 @@ script executed as __main__ (what `#!python` + exec would do, minus the interpre
 EOF on stdin: every child's group is killed and the server exits.
 """
 
+import atexit
 import base64
+import builtins
+import gc
 import json
 import os
 import selectors
 import signal
 import sys
 import time
+import traceback
+import types
 
 GRACE = 0.5
 LINGER = 0.3
 STDERR_TAIL = 64 * 1024
+
+
+def run_main(path):
+    """Execute the script as __main__, as `python path` would (runpy.run_path costs more)."""
+    with open(path, "rb") as f:
+        source = f.read()
+    code = compile(source, path, "exec", dont_inherit=True)
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__builtins__ = builtins
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
 
 
 def run_child(req, out_w, err_w, close_fds):
@@ -43,10 +60,8 @@ def run_child(req, out_w, err_w, close_fds):
         path = req["path"]
         sys.argv = [path, *req["args"]]
         sys.path[0] = os.path.dirname(os.path.realpath(path))
-        import runpy
-
         try:
-            runpy.run_path(path, run_name="__main__")
+            run_main(path)
             code = 0
         except SystemExit as e:
             if e.code is None:
@@ -57,13 +72,9 @@ def run_child(req, out_w, err_w, close_fds):
                 sys.stderr.write(str(e.code) + "\n")
                 code = 1
         except BaseException:
-            import traceback
-
             traceback.print_exc()
             code = 1
         try:
-            import atexit
-
             atexit._run_exitfuncs()
         except BaseException:
             pass
@@ -234,6 +245,7 @@ class Server:
         return 0.05  # a coarse tick while children run: deadlines and lingering pipes
 
     def serve(self):
+        gc.freeze()  # what exists now is shared with every fork: keep gc from copying it
         self.send({"ready": True})
         while not self.closing:
             for key, _ in self.sel.select(self.next_timeout()):

@@ -12,21 +12,24 @@ built-in by name is a feature.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuiapp import paths, trust
 from tuiapp.config import Config
 from tuiapp.core import secrets
-from tuiapp.core.events import RegistryChanged
 from tuiapp.tools.cache import DeclarationCache, Key, file_key, key_matches
 from tuiapp.tools.formats.base import FormatContext, Lister, ToolFormat, ToolLoadError
 from tuiapp.tools.model import BrokenTool, ToolSpec
+
+if TYPE_CHECKING:  # asyncio and the events cost more to import than a whole warm refresh
+    import asyncio
+
+    from tuiapp.core.events import RegistryChanged
 
 Entry = ToolSpec | BrokenTool
 OUTER_TIMEOUT_MARGIN = 5.0  # on top of list_timeout, for a format that hangs in-process
@@ -65,17 +68,16 @@ def _from_cache(
 ) -> tuple[list[ToolSpec], str | None]:
     if "error" in entry:
         return [], str(entry["error"])
+    source, name = str(path), fmt.name
     return [
-        ToolSpec(
-            t["name"],
-            t["description"],
-            t["parameters"],
-            fmt.name,
-            str(path),
-            run=t.get("run") or {},
-        )
+        ToolSpec(t["name"], t["description"], t["parameters"], name, source,
+                 run=t.get("run") or {})
         for t in entry.get("tools", [])
     ], None
+
+
+async def _no_lister(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("refresh_from_cache() runs nothing")
 
 
 def _one_line(text: str, limit: int = 400) -> str:
@@ -166,9 +168,24 @@ class Registry:
         self._resolve()
         return self._diff(before)
 
+    def refresh_from_cache(self) -> bool:
+        """The warm path, without an event loop or a process: a full scan that succeeds only
+        when every candidate is already known (in memory or in the on-disk cache). True: the
+        registry is up to date. False: something must be declared; call refresh(). Not to be
+        called while refresh() runs."""
+        files, todo, roots_seen = self._scan(self.context(_no_lister), set())
+        if todo:
+            return False
+        self._files = files
+        self._save_disk(roots_seen)  # removed files leave the cache
+        self._resolve()
+        return True
+
     async def refresh(self, paths: Iterable[Path] | None = None) -> RegistryChanged:
         """Rescan. `paths`: files known to have changed; they are declared again even if
         their stat looks the same. None: a full scan, trusting unchanged stats."""
+        import asyncio
+
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -178,6 +195,8 @@ class Registry:
             return self._diff(before)
 
     async def _rescan(self, changed: Iterable[Path] | None) -> None:
+        import asyncio
+
         ctx = self.context()
         # Changed paths as the watcher reports them (real dir + name) and fully resolved.
         force = {q for p in changed or () for q in (
@@ -213,20 +232,20 @@ class Registry:
                     if key is None:
                         continue
                     state = _File(path, fmt, (int(builtin), fi, ri), root, key)
-                    files[(fmt.name, str(path))] = state
-                    # realpath per file would cost more than the whole stat pass
                     p = str(path)
-                    real = real_root + p[len(root_s):] if p.startswith(root_s) else p
-                    if force and real in force:
+                    files[(fmt.name, p)] = state
+                    # realpath per file would cost more than the whole stat pass
+                    if force and (real_root + p[len(root_s):] if p.startswith(root_s)
+                                  else p) in force:
                         todo.append(state)
                         continue
-                    old = self._files.get((fmt.name, str(path)))
+                    old = self._files.get((fmt.name, p))
                     if old is not None and old.key == key and not old.transient:
                         state.tools, state.error = old.tools, old.error
                         continue
                     if disk is None:
                         disk = self._load_disk(fmt, root)
-                    entry = disk.get(str(path))
+                    entry = disk.get(p)
                     try:
                         if entry is None or not key_matches(entry, key):
                             raise LookupError
@@ -257,6 +276,8 @@ class Registry:
             self._disk[slot] = view
 
     async def _declare_all(self, todo: list[_File], ctx: FormatContext) -> None:
+        import asyncio
+
         from tuiapp.tools.forkserver import ForkingLister
 
         lister = ForkingLister(ctx.project_root, ctx.env)
@@ -348,6 +369,8 @@ class Registry:
         return dict(self._tools), {b.source for b in self._broken}
 
     def _diff(self, before: tuple[dict[str, ToolSpec], set[str]]) -> RegistryChanged:
+        from tuiapp.core.events import RegistryChanged
+
         old_tools, old_broken = before
         new_broken = {b.source for b in self._broken}
         sources = {t.source for t in self._tools.values()}

@@ -19,9 +19,13 @@ def schema_error(parameters: Any) -> str | None:
         return f"parameters must be a JSON object, got {type(parameters).__name__}"
     if parameters.get("type", "object") != "object":
         return f'parameters.type must be "object", got {parameters.get("type")!r}'
-    from jsonschema.exceptions import SchemaError
-
+    from tuiapp.tools.schema_quick import plainly_valid
     from tuiapp.tools.schema_refs import ref_problem
+
+    if plainly_valid(parameters):  # the common case, proved without importing jsonschema
+        problem = ref_problem(parameters)
+        return f"unusable schema: {problem}" if problem else None
+    from jsonschema.exceptions import SchemaError
 
     try:
         _validator_cls().check_schema(parameters)

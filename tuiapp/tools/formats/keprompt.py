@@ -19,7 +19,7 @@ from typing import Any
 from tuiapp import paths
 from tuiapp.tools.formats.base import FormatContext, ProcResult, ToolFormat, ToolLoadError
 from tuiapp.tools.model import Invocation, ToolSpec
-from tuiapp.tools.proc import read_shebang, spawn_error
+from tuiapp.tools.shebang import read_shebang, spawn_error
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SKIP_SUFFIXES = (".json", ".backup")

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from tuiapp.tools.formats.base import FormatContext
-from tuiapp.tools.proc import read_shebang
+from tuiapp.tools.shebang import read_shebang
 
 HERE = Path(__file__).resolve().parent
 CHILD_PYTHON = HERE / "_child_python.py"

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.timer import Timer
@@ -78,6 +79,8 @@ def _is_live(chunk: ReplyMarkdown) -> bool:
 
 
 VIRTUALIZE_AFTER = 0.1  # seconds after a scroll, resize or drawn text
+HISTORY_TAIL = 24  # messages drawn when a session is resumed (a few screens)
+HISTORY_PAGE = 200  # drawn per request for earlier ones
 PREFETCH_AFTER = 1.0  # seconds of stillness before chunks near the view are drawn
 WARM_UP_AFTER = 0.5  # seconds after start: the first frame and the tool listing come first
 
@@ -96,6 +99,9 @@ class Transcript(VerticalScroll):
         self._prefetch_timer: Timer | None = None
         self._drawing: list[AssistantReply] = []  # replies not yet mounted and drawn
         self._clean = StreamPrintable()  # the display edge for streamed model text
+        # A resumed session: (messages, call records by message index, tool results by id).
+        self._history: tuple[Sequence[Message], dict[int, list[ToolCallRecord | None]],
+                             dict[str | None, Message]] = ((), {}, {})
 
     def on_mount(self) -> None:
         self.anchor()
@@ -283,10 +289,24 @@ class Transcript(VerticalScroll):
 
     async def show_history(self, messages: Sequence[Message],
                            records: dict[int, list[ToolCallRecord | None]] | None = None) -> None:
-        """Draw a resumed session: messages as they were, each call as it ended."""
-        results = {m.tool_call_id: m for m in messages if m.role == "tool"}
+        """Draw a resumed session: messages as they were, each call as it ended. Only the
+        newest HISTORY_TAIL messages at first (a 10,000-message session must open at once);
+        a line on top draws earlier ones, a page at a time."""
+        self._history = (messages, records or {}, {m.tool_call_id: m for m in messages
+                                                   if m.role == "tool"})
+        start = _page_start(messages, len(messages) - HISTORY_TAIL)
+        widgets = self._history_widgets(start, len(messages))
+        if start:
+            widgets.insert(0, EarlierMessages(start))
+        if widgets:
+            await self.mount_all(widgets)
+        self.anchor()
+
+    def _history_widgets(self, start: int, end: int) -> list[Widget]:
+        messages, records, results = self._history
         widgets: list[Widget] = []
-        for i, m in enumerate(messages):
+        for i in range(start, end):
+            m = messages[i]
             if m.role == "user":
                 widgets.append(UserMessage(m.content))
             elif m.role == "assistant":
@@ -295,18 +315,70 @@ class Transcript(VerticalScroll):
                     widgets.append(_reply().AssistantReply(printable(m.content),
                                                            interrupted=m.interrupted,
                                                            thinking=printable(thought)))
-                recs = (records or {}).get(i, [])
+                recs = records.get(i, [])
                 for j, call in enumerate(m.tool_calls):
                     rec = recs[j] if j < len(recs) else None
                     widgets.append(_restored_block(call, rec, results.get(call.id)))
+        return widgets
+
+    async def show_earlier(self, marker: EarlierMessages) -> None:
+        """Draw the page of messages before `marker.count`, just below the marker."""
+        end = marker.count
+        start = _page_start(self._history[0], end - HISTORY_PAGE)
+        widgets = self._history_widgets(start, end)
         if widgets:
-            await self.mount_all(widgets)
-        self.anchor()
+            await self.mount_all(widgets, after=marker)
+        if start:
+            marker.set_count(start)
+        else:
+            await marker.remove()
 
     async def clear(self) -> None:
         self._reply = None
         self._blocks.clear()
         await self.remove_children()
+
+
+def _page_start(messages: Sequence[Message], start: int) -> int:
+    """`start` clamped to the history, moved back so a page never begins with tool results
+    whose call is on the page before."""
+    start = max(0, start)
+    while start > 0 and messages[start].role == "tool":
+        start -= 1
+    return start
+
+
+class EarlierMessages(Static):
+    """The first line of a long resumed session: how much is not drawn yet. Enter or a click
+    draws the previous page."""
+
+    can_focus = True
+    BINDINGS: ClassVar[list[BindingType]] = [
+        ("enter", "show_earlier", "Show earlier messages")]
+
+    def __init__(self, count: int) -> None:
+        super().__init__(classes="earlier-messages")
+        self._busy = False  # a second click while a page is being drawn would draw it twice
+        self.set_count(count)
+
+    def set_count(self, count: int) -> None:
+        self.count = count
+        more = min(count, HISTORY_PAGE)
+        self.update(Content.assemble(
+            (f"▲ {count:,} earlier message{'s' if count != 1 else ''}", "bold"),
+            f" — enter or click to show {more:,} more"))
+
+    async def action_show_earlier(self) -> None:
+        if self._busy or not isinstance(self.parent, Transcript):
+            return
+        self._busy = True
+        try:
+            await self.parent.show_earlier(self)
+        finally:
+            self._busy = False
+
+    async def on_click(self) -> None:
+        await self.action_show_earlier()
 
 
 def _restored_block(call: ToolCall, rec: ToolCallRecord | None,
