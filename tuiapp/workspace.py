@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuiapp import paths, trust
-from tuiapp.config import Config
+from tuiapp.config_types import Config
 from tuiapp.core.conversation import Approver, Conversation, Emit
 from tuiapp.core.messages import Message
 from tuiapp.providers.base import Provider

@@ -16,7 +16,7 @@ import pytest
 from conftest import KEP, kep_env
 from fakes.llm_server import FakeLLMServer
 
-from tuiapp.config import ApprovalConfig, Rule
+from tuiapp.config_types import ApprovalConfig, Rule
 from tuiapp.core.conversation import Conversation, allow_all
 from tuiapp.core.events import Event, PromptOutput, TextDelta, ToolCallRequested, ToolFinished
 from tuiapp.core.messages import Message, ToolCall

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tuiapp import cli
-from tuiapp.config import ApprovalConfig, ProviderConfig, Rule
+from tuiapp.config_types import ApprovalConfig, ProviderConfig, Rule
 from tuiapp.core.conversation import Conversation, deny_all
 from tuiapp.core.events import (
     Event,

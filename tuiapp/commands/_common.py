@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from tuiapp import config, paths, trust
+from tuiapp import config, config_types, paths, trust
 
 if TYPE_CHECKING:
     from tuiapp.core.store import Store
@@ -18,7 +18,7 @@ def project_root(args: argparse.Namespace) -> Path:
     return Path(project).resolve() if project else paths.find_project_root()
 
 
-def load_config(args: argparse.Namespace, *, headless: bool = True) -> config.Config:
+def load_config(args: argparse.Namespace, *, headless: bool = True) -> config_types.Config:
     """Load user + project config; on a bad file print `kep: FILE: KEY: why` and exit 2.
 
     Folder trust is decided first (`--trust` trusts for this run): an untrusted project's
@@ -40,7 +40,7 @@ def load_config(args: argparse.Namespace, *, headless: bool = True) -> config.Co
         if state.trusted:
             config.load_dotenv(root)
         cfg = config.load(root, trust_state=state)
-    except config.ConfigError as e:
+    except config_types.ConfigError as e:
         fail(str(e))
     if headless:
         for line in cfg.warnings:
@@ -48,7 +48,7 @@ def load_config(args: argparse.Namespace, *, headless: bool = True) -> config.Co
     return cfg
 
 
-def untrusted_contents(cfg: config.Config) -> str | None:
+def untrusted_contents(cfg: config_types.Config) -> str | None:
     """What an untrusted project holds that kep is not loading ("3 executables, …"), or None
     when the project is trusted or holds nothing that needs trust."""
     state = trust.state_of(cfg)
@@ -60,7 +60,7 @@ def untrusted_contents(cfg: config.Config) -> str | None:
     return None if found.empty() else found.summary()
 
 
-def require_trust(cfg: config.Config) -> None:
+def require_trust(cfg: config_types.Config) -> None:
     """Headless commands that would run project code: exit 2 in an untrusted project."""
     holds = untrusted_contents(cfg)
     if holds is not None:
@@ -68,7 +68,7 @@ def require_trust(cfg: config.Config) -> None:
              "or pass --trust for this run")
 
 
-def note_untrusted(cfg: config.Config) -> None:
+def note_untrusted(cfg: config_types.Config) -> None:
     """`kep functions` in an untrusted project: built-ins are listed; one line says why the
     project's own tools are not."""
     holds = untrusted_contents(cfg)

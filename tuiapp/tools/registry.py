@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from tuiapp import paths, trust
-from tuiapp.config import Config
+from tuiapp.config_types import Config
 from tuiapp.core import secrets
 from tuiapp.core.events import RegistryChanged
 from tuiapp.tools.cache import DeclarationCache, Key, file_key, key_matches

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from importlib import import_module
 
-from tuiapp.config import Config
+from tuiapp.config_types import Config
 from tuiapp.core import session_admin
 from tuiapp.core.conversation import Approver, Conversation
 from tuiapp.core.events import Event, Notice, ToolCallStarted, ToolFinished
