@@ -30,7 +30,9 @@ from tuiapp.core.events import (
 )
 from tuiapp.core.messages import Message, ToolCall
 from tuiapp.core.recorder import SessionRecorder, chain
-from tuiapp.core.store import INTERRUPTED_CALL, Store, StoreError, UnknownSession
+from tuiapp.core.session_history import INTERRUPTED_CALL
+from tuiapp.core.store import Store, UnknownSession
+from tuiapp.core.store_schema import StoreError
 from tuiapp.providers.base import Provider, StreamEnd, StreamItem
 from tuiapp.tools.model import ToolSpec
 

@@ -86,7 +86,7 @@ def take_session(store: Store, session_id: str, *, fork: bool) -> str:
     """Become the one writer of the session (or of a copy of it, with --fork); a session
     another live kep is writing is refused with one line and exit 2."""
     from tuiapp.core.session_lock import SessionBusy, acquire, fork_session
-    from tuiapp.core.store import StoreError
+    from tuiapp.core.store_schema import StoreError
 
     try:
         if fork:

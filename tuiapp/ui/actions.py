@@ -181,7 +181,7 @@ class SessionActions(App[int]):
     async def resume(self, session_id: str) -> None:
         assert self.store is not None
         from tuiapp.core.session_lock import SessionBusy, acquire, release
-        from tuiapp.core.store import StoreError
+        from tuiapp.core.store_schema import StoreError
 
         try:
             acquire(self.store, session_id)  # one live writer per session

@@ -19,7 +19,8 @@ from tuiapp.core.events import Event, Notice, ToolCallStarted, ToolFinished
 from tuiapp.core.messages import Message
 from tuiapp.core.recorder import SessionRecorder
 from tuiapp.core.session_start import StartPlan
-from tuiapp.core.store import Store, StoreError
+from tuiapp.core.store import Store
+from tuiapp.core.store_schema import StoreError
 from tuiapp.providers import ModelError, make_provider, resolve_model
 from tuiapp.providers.base import Provider, ProviderFailure, StreamItem
 from tuiapp.tools.model import ToolSpec
