@@ -29,19 +29,13 @@ from tuiapp.core.events import (
     TurnStarted,
 )
 from tuiapp.core.messages import Message, ToolCall
-from tuiapp.core.prompt_file import (
+from tuiapp.core.prompt_calls import coerce, parse_cmd, parse_tool_call, parse_tool_result_header
+from tuiapp.core.prompt_file import PromptError, PromptFile, Statement, function_entries
+from tuiapp.core.prompt_variables import (
     DEFAULT_POSTFIX,
     DEFAULT_PREFIX,
-    PromptError,
-    PromptFile,
-    Statement,
     UndefinedVariable,
-    coerce,
-    function_entries,
     lookup,
-    parse_cmd,
-    parse_tool_call,
-    parse_tool_result_header,
     render_value,
     variable_pattern,
 )
