@@ -22,7 +22,8 @@ from tuiapp.core.events import Event, PromptOutput, TextDelta, ToolCallRequested
 from tuiapp.core.messages import Message, ToolCall
 from tuiapp.core.prompt_calls import parse_cmd
 from tuiapp.core.prompt_file import PromptError, load, parse
-from tuiapp.core.prompt_run import PromptRun, entry_matches
+from tuiapp.core.prompt_run import PromptRun
+from tuiapp.core.prompt_statements import entry_matches
 from tuiapp.core.prompt_variables import substitute
 from tuiapp.providers.base import Provider, StreamEnd, StreamItem
 from tuiapp.tools.model import ToolSpec
