@@ -1,5 +1,6 @@
 """Writing config files: atomically through tomli_w (imported lazily, off the startup path),
-remembering what kep wrote itself so hot reload can tell its own writes apart.
+remembering what kep wrote itself so hot reload can tell its own writes apart; and `masked`,
+config data with its secrets hidden, for showing it.
 """
 
 from __future__ import annotations
