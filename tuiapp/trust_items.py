@@ -187,15 +187,15 @@ def inventory(root: Path) -> Inventory:
     import os
 
     from tuiapp import config as config_mod
-    from tuiapp import paths
+    from tuiapp import config_types, paths
     from tuiapp.tools.formats import default_formats
     from tuiapp.tools.formats.base import FormatContext
 
     toml, mcp = read_project_files(root)
     try:
         cfg = config_mod.parse(toml, root / KEP_TOML, root)
-    except config_mod.ConfigError:
-        cfg = config_mod.Config(project_root=root)
+    except config_types.ConfigError:
+        cfg = config_types.Config(project_root=root)
     ctx = FormatContext(root, cfg, None, {})  # type: ignore[arg-type]  # no lister: nothing runs
     builtin = os.path.realpath(paths.builtin_functions_dir())
     executables = packs = 0

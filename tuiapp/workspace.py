@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuiapp import paths, trust
-from tuiapp.config import Config
+from tuiapp.config_types import Config
 from tuiapp.tools.model import ToolSpec
 from tuiapp.tools.registry import Registry
 

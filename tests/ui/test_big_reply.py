@@ -15,7 +15,7 @@ from textual import events
 from textual.pilot import Pilot
 from tui_helpers import SIZE, ScriptedProvider, app_for, make_project, send, until, wait_idle
 
-from tuiapp.config import ProviderConfig
+from tuiapp.config_types import ProviderConfig
 from tuiapp.core.events import TextDelta
 from tuiapp.core.messages import Message
 from tuiapp.providers.base import Provider, StreamEnd, StreamItem

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from tui_helpers import SIZE, ScriptedProvider, app_for, make_project, send, until, wait_idle
 
-from tuiapp.config import ProviderConfig
+from tuiapp.config_types import ProviderConfig
 from tuiapp.core.events import ReasoningDelta, TextDelta, Usage
 from tuiapp.core.messages import Reasoning
 from tuiapp.core.store import Store

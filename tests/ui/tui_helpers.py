@@ -16,7 +16,7 @@ from conftest import write_tool
 from textual.pilot import Pilot
 
 from tuiapp import config
-from tuiapp.config import ProviderConfig
+from tuiapp.config_types import ProviderConfig
 from tuiapp.core.messages import Message
 from tuiapp.providers.base import Provider, StreamItem
 from tuiapp.tools.model import ToolSpec

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuiapp import config
+from tuiapp import config, config_types
 from tuiapp.core.events import Event
 from tuiapp.core.messages import ToolCall
 from tuiapp.tools.formats.base import FormatContext, ToolFormat, ToolLoadError
@@ -29,7 +29,7 @@ def copy_fixture(name: str, dest: Path) -> Path:
     return root
 
 
-def make_config(root: Path, tools: dict[str, Any] | None = None, **top: Any) -> config.Config:
+def make_config(root: Path, tools: dict[str, Any] | None = None, **top: Any) -> config_types.Config:
     data: dict[str, Any] = {"tools": {"python": sys.executable, **(tools or {})}, **top}
     return config.parse(data, "test", root)
 
@@ -83,7 +83,7 @@ class Ran:
 
 
 async def run_call(fmt: ToolFormat, spec: ToolSpec, arguments: dict[str, Any],
-                   root: Path, cfg: config.Config | None = None) -> Ran:
+                   root: Path, cfg: config_types.Config | None = None) -> Ran:
     cfg = cfg or make_config(root)
     runner = Runner(cfg, spool_dir=root / ".spool", formats=[fmt])
     events: list[Event] = []

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from fakes.llm_server import FakeLLMServer
 
-from tuiapp.config import ApprovalConfig, ProviderConfig
+from tuiapp.config_types import ApprovalConfig, ProviderConfig
 from tuiapp.core.conversation import Conversation, allow_all
 from tuiapp.core.events import (
     Event,

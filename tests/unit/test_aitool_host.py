@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tuiapp import config
+from tuiapp import config, config_types
 from tuiapp.core.messages import ToolCall
 from tuiapp.core.session_start import prepare
 from tuiapp.workspace import Workspace
@@ -80,7 +80,7 @@ async def test_a_failing_setup_is_named(tmp_path: Path) -> None:
 ])
 def test_bad_host_settings_are_one_clear_line(tmp_path: Path, extra: str, why: str) -> None:
     root = project(tmp_path, SOURCE + extra)
-    with pytest.raises(config.ConfigError) as e:
+    with pytest.raises(config_types.ConfigError) as e:
         config.load(root)
     assert why in str(e.value) and "\n" not in str(e.value)
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from test_conversation import Recorder, Scripted
 
-from tuiapp import config
-from tuiapp.config import ApprovalConfig, Config, Rule
+from tuiapp import config, config_writer
+from tuiapp.config_types import ApprovalConfig, Config, Rule
 from tuiapp.core import policy
 from tuiapp.core.conversation import Approval, Conversation
 from tuiapp.core.events import Notice, TextDelta, ToolCallDecided
@@ -61,7 +61,7 @@ async def test_always_allow_does_not_beat_an_existing_deny_rule(tmp_path: Path) 
     state = {"cfg": config.load(tmp_path, user_file=tmp_path / "none.toml")}
 
     def always(call: ToolCall) -> Approval:  # what the app does for `a`
-        config.add_rule(kep_toml, "^execcmd$", "allow")
+        config_writer.add_rule(kep_toml, "^execcmd$", "allow")
         state["cfg"] = config.load(tmp_path, user_file=tmp_path / "none.toml")
         return Approval(True)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import KEP, kep_env
 
-from tuiapp import config
+from tuiapp import config, config_types, config_writer
 
 
 def write(p: Path, text: str) -> Path:
@@ -72,7 +72,7 @@ def test_invalid_config_names_file_and_key(
 ) -> None:
     root = tmp_path / "p"
     f = write(root / "kep.toml", text)
-    with pytest.raises(config.ConfigError) as err:
+    with pytest.raises(config_types.ConfigError) as err:
         config.load(root, user_file=tmp_path / "none.toml")
     assert err.value.file == str(f) and err.value.key == key and fragment in err.value.message
 
@@ -81,7 +81,7 @@ def test_add_rule_is_atomic_and_first(tmp_path: Path) -> None:
     f = write(
         tmp_path / "kep.toml", 'model = "offline"\n[[approval.rules]]\ntool = "a"\naction = "ask"\n'
     )
-    config.add_rule(f, "^shout$", "allow")
+    config_writer.add_rule(f, "^shout$", "allow")
     cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
     assert [(r.tool, r.action) for r in cfg.approval.rules] == [("^shout$", "allow"), ("a", "ask")]
     assert cfg.model == "offline"
@@ -92,7 +92,7 @@ def test_masked_hides_secrets_but_not_env_names() -> None:
     data = {
         "providers": {"x": {"api_key_env": "X_KEY", "headers": {"Authorization": "Bearer s3cret"}}}
     }
-    shown = config.masked(data)
+    shown = config_writer.masked(data)
     assert shown["providers"]["x"]["api_key_env"] == "X_KEY"
     assert shown["providers"]["x"]["headers"]["Authorization"] == "****"
 
@@ -182,16 +182,16 @@ def test_config_path_prints_every_directory(tmp_path: Path) -> None:
 
 def test_kep_own_write_is_not_announced_as_a_reload(tmp_path: Path) -> None:
     f = tmp_path / "kep.toml"
-    config.add_rule(f, "^x$", "deny")
-    assert config.written_by_kep((f,))
+    config_writer.add_rule(f, "^x$", "deny")
+    assert config_writer.written_by_kep((f,))
     f.write_text(f.read_text() + "\n# the user's edit\n")
-    assert not config.written_by_kep((f,))
+    assert not config_writer.written_by_kep((f,))
 
 
 def test_add_rule_writes_array_of_tables_as_the_readme_shows(tmp_path: Path) -> None:
     f = write(tmp_path / "kep.toml", '[approval]\ndefault = "ask"\n\n[tools]\ntimeout = 5\n'
               '[[approval.rules]]\ntool = "a"\nargs = \'rm\\s+-rf\'\naction = "deny"\n')
-    config.add_rule(f, "^execcmd$", "allow")
+    config_writer.add_rule(f, "^execcmd$", "allow")
     text = f.read_text()
     assert "rules = [" not in text and text.count("[[approval.rules]]") == 2
     cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
@@ -203,7 +203,7 @@ def test_add_rule_writes_array_of_tables_as_the_readme_shows(tmp_path: Path) -> 
 def test_add_rule_to_a_new_file_and_odd_strings_round_trip(tmp_path: Path) -> None:
     f = tmp_path / "kep.toml"
     odd = "^we\"ird\ttool\\name'$"
-    config.add_rule(f, odd, "deny", args_regex="a\nb")
+    config_writer.add_rule(f, odd, "deny", args_regex="a\nb")
     cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
     assert [(r.tool, r.args) for r in cfg.approval.rules] == [(odd, "a\nb")]
 
@@ -211,7 +211,7 @@ def test_add_rule_to_a_new_file_and_odd_strings_round_trip(tmp_path: Path) -> No
 def test_add_rule_keeps_the_file_mode(tmp_path: Path) -> None:
     f = write(tmp_path / "kep.toml", 'model = "offline"\n')
     f.chmod(0o640)
-    config.add_rule(f, "^x$", "allow")
+    config_writer.add_rule(f, "^x$", "allow")
     assert f.stat().st_mode & 0o777 == 0o640
 
 
@@ -223,7 +223,7 @@ def test_add_rule_writes_through_a_symlink(tmp_path: Path) -> None:
     proj.mkdir()
     link = proj / "kep.toml"
     link.symlink_to(target)
-    config.add_rule(link, "^x$", "allow")
+    config_writer.add_rule(link, "^x$", "allow")
     assert link.is_symlink() and link.resolve() == target.resolve()
     assert "[[approval.rules]]" in target.read_text()
     assert target.stat().st_mode & 0o777 == 0o600
@@ -234,13 +234,13 @@ def test_add_rule_refuses_a_dangling_symlink(tmp_path: Path) -> None:
     link = tmp_path / "kep.toml"
     link.symlink_to(tmp_path / "nowhere" / "kep.toml")
     with pytest.raises(OSError, match="does not exist"):
-        config.add_rule(link, "^x$", "allow")
+        config_writer.add_rule(link, "^x$", "allow")
     assert link.is_symlink() and not (tmp_path / "nowhere").exists()
 
 
 def test_saving_a_theme_keeps_rules_as_tables(tmp_path: Path) -> None:
     f = write(tmp_path / "kep.toml", '[[approval.rules]]\ntool = "a"\naction = "ask"\n')
-    config.set_value(f, "theme", "light")
+    config_writer.set_value(f, "theme", "light")
     text = f.read_text()
     assert "[[approval.rules]]" in text and "rules = [" not in text
     cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
@@ -250,6 +250,6 @@ def test_saving_a_theme_keeps_rules_as_tables(tmp_path: Path) -> None:
 def test_add_rule_to_a_file_that_is_not_utf8_is_one_clear_error(tmp_path: Path) -> None:
     f = tmp_path / "kep.toml"
     f.write_bytes(b'model = "\xff\xfe"\n')
-    with pytest.raises(config.ConfigError, match="not valid UTF-8 at line 1, column 10"):
-        config.add_rule(f, "^x$", "allow")
+    with pytest.raises(config_types.ConfigError, match="not valid UTF-8 at line 1, column 10"):
+        config_writer.add_rule(f, "^x$", "allow")
     assert f.read_bytes() == b'model = "\xff\xfe"\n'  # nothing lost

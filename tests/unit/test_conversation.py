@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tuiapp.config import ApprovalConfig, ProviderConfig, Rule
+from tuiapp.config_types import ApprovalConfig, ProviderConfig, Rule
 from tuiapp.core import policy
 from tuiapp.core.conversation import Approval, Conversation, allow_all, deny_all
 from tuiapp.core.events import (

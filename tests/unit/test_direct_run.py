@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tools_testutil import sh_tool
 
-from tuiapp import config
+from tuiapp import config, config_types
 from tuiapp.tools.direct import run_direct
 from tuiapp.tools.registry import Registry
 from tuiapp.tools.runner import Runner
@@ -19,13 +19,13 @@ SCHEMA = ('{"type":"object","properties":{"n":{"type":"integer","description":"n
 DEFS = f'[{{"name":"mark","description":"Leave a mark.","parameters":{SCHEMA}}}]'
 
 
-def setup(project: Path, tmp_path: Path, rules: str) -> config.Config:
+def setup(project: Path, tmp_path: Path, rules: str) -> config_types.Config:
     sh_tool(project / "prompts" / "functions" / "mark", f"  echo '{DEFS}'",
             f'cat >/dev/null; touch {tmp_path}/ran; printf "out\\033[31m"; echo err >&2')
     return config.parse(tomllib.loads(f"[tools]\nbuiltins = false\n{rules}"), "test", project)
 
 
-def go(cfg: config.Config, tmp_path: Path, args: dict) -> tuple:
+def go(cfg: config_types.Config, tmp_path: Path, args: dict) -> tuple:
     async def main() -> tuple:
         reg = Registry(cfg)
         await reg.refresh()

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 from conftest import KEP, kep_env, write_tool
 
-from tuiapp import config
-from tuiapp.config import ConfigError, ProviderConfig
+from tuiapp import config, config_types
+from tuiapp.config_types import ConfigError, ProviderConfig
 from tuiapp.core.conversation import allow_all
 from tuiapp.core.events import Event, RegistryChanged, ToolCallDecided, ToolFinished
 from tuiapp.core.messages import Message, ToolCall
@@ -256,7 +256,7 @@ class Live:
     ws: Workspace
     reloader: Reloader
     tools: asyncio.Queue[dict[str, Any]]
-    configs: asyncio.Queue[tuple[config.Config | None, ConfigError | None]]
+    configs: asyncio.Queue[tuple[config_types.Config | None, ConfigError | None]]
     tracker: Tracker
 
     async def wait(self, done: Check, what: str) -> None:
@@ -273,7 +273,7 @@ async def live(root: Path) -> AsyncIterator[Live]:
     ws = Workspace(config.load(root))
     await ws.registry.refresh()
     tools: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    configs: asyncio.Queue[tuple[config.Config | None, ConfigError | None]] = asyncio.Queue()
+    configs: asyncio.Queue[tuple[config_types.Config | None, ConfigError | None]] = asyncio.Queue()
     reloader = Reloader(ws, on_tools=lambda d: tools.put_nowait(diff_dict(d, ws)),
                         on_config=lambda c, e: configs.put_nowait((c, e)),
                         theme_dirs=lambda: ())

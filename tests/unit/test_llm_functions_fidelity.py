@@ -10,8 +10,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from tuiapp import config
-from tuiapp.config import Config, McpServerConfig
+from tuiapp import config, config_types
+from tuiapp.config_types import Config, McpServerConfig
 from tuiapp.core.messages import ToolCall
 from tuiapp.core.session_start import prepare
 from tuiapp.mcp.client import McpManager
@@ -153,7 +153,7 @@ async def test_setting_a_required_variable_fixes_the_tool_next_listing(
     assert "needs_token" in (await _fresh(cfg, cache)).tools
 
 
-async def _fresh(cfg: config.Config, cache: DeclarationCache) -> Registry:
+async def _fresh(cfg: config_types.Config, cache: DeclarationCache) -> Registry:
     reg = Registry(cfg, cache=cache)
     await reg.refresh()
     return reg

@@ -14,8 +14,8 @@ from test_hot_reload import WAIT, WatchProcess
 from test_hot_reload import make_project as watch_project
 from tools_testutil import make_config, one_def, sh_tool
 
-from tuiapp import config, paths
-from tuiapp.config import ConfigError
+from tuiapp import config, config_reader, paths
+from tuiapp.config_types import ConfigError
 from tuiapp.core.messages import ToolCall
 from tuiapp.tools.registry import Registry
 from tuiapp.tools.schema import arguments_error, schema_error
@@ -82,7 +82,7 @@ def test_deep_dotted_tables_are_refused_without_recursion(tmp_path: Path) -> Non
     f = tmp_path / "kep.toml"
     f.write_text("[" + ".".join(["a"] * 3000) + "]\n")
     with pytest.raises(ConfigError) as e:
-        config.read_toml(f)
+        config_reader.read_toml(f)
     assert "nested too deeply" in e.value.message
 
 

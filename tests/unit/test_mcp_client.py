@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fakes.npm_peers import npm_package_dir
 
-from tuiapp.config import Config, McpServerConfig, ToolsConfig
+from tuiapp.config_types import Config, McpServerConfig, ToolsConfig
 from tuiapp.core.events import Event, RegistryChanged, ToolCallStarted, ToolFinished, ToolOutput
 from tuiapp.core.messages import ToolCall
 from tuiapp.mcp.client import McpFormat, McpManager, ServerState

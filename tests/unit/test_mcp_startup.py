@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tuiapp.config import Config, McpServerConfig
+from tuiapp.config_types import Config, McpServerConfig
 from tuiapp.mcp.client import McpManager
 from tuiapp.mcp.startup import exit_description
 

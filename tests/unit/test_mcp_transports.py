@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tuiapp.config import Config, McpServerConfig
+from tuiapp.config_types import Config, McpServerConfig
 from tuiapp.core.messages import ToolCall
 from tuiapp.mcp.client import McpFormat, McpManager
 from tuiapp.mcp.results import RESOURCE_CAP

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from tuiapp.config import BUILTIN_PROVIDERS
+from tuiapp.config_types import BUILTIN_PROVIDERS
 from tuiapp.core.events import TextDelta
 from tuiapp.core.messages import Message, ToolCall
 from tuiapp.providers.base import StreamEnd

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tuiapp import config
-from tuiapp.config import ApprovalConfig, ConfigError
+from tuiapp.config_types import ApprovalConfig, ConfigError
 from tuiapp.core.messages import ToolCall
 from tuiapp.core.policy import decide, decide_direct
 from tuiapp.paths import builtin_functions_dir

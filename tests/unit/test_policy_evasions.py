@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tuiapp import config
-from tuiapp.config import ApprovalConfig
+from tuiapp.config_types import ApprovalConfig
 from tuiapp.core.messages import ToolCall
 from tuiapp.core.policy import decide
 from tuiapp.tools.model import ToolSpec

@@ -16,12 +16,15 @@ import pytest
 from conftest import KEP, kep_env
 from fakes.llm_server import FakeLLMServer
 
-from tuiapp.config import ApprovalConfig, Rule
+from tuiapp.config_types import ApprovalConfig, Rule
 from tuiapp.core.conversation import Conversation, allow_all
 from tuiapp.core.events import Event, PromptOutput, TextDelta, ToolCallRequested, ToolFinished
 from tuiapp.core.messages import Message, ToolCall
-from tuiapp.core.prompt_file import PromptError, load, parse, parse_cmd, substitute
-from tuiapp.core.prompt_run import PromptRun, entry_matches
+from tuiapp.core.prompt_calls import parse_cmd
+from tuiapp.core.prompt_file import PromptError, load, parse
+from tuiapp.core.prompt_run import PromptRun
+from tuiapp.core.prompt_statements import entry_matches
+from tuiapp.core.prompt_variables import substitute
 from tuiapp.providers.base import Provider, StreamEnd, StreamItem
 from tuiapp.tools.model import ToolSpec
 from tuiapp.workspace import BASE_PROMPT

@@ -87,7 +87,8 @@ def test_reasoning_and_prices_are_read() -> None:
 def test_bad_reasoning_or_prices_name_the_key(table: dict[str, Any], says: str) -> None:
     from pathlib import Path
 
-    from tuiapp.config import ConfigError, parse
+    from tuiapp.config import parse
+    from tuiapp.config_types import ConfigError
 
     with pytest.raises(ConfigError) as e:
         parse({"providers": {"ds": {"api": "chat", **table}}}, "kep.toml", Path("."))

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from fakes.llm_server import FakeLLMServer
 
-from tuiapp.config import ProviderConfig
+from tuiapp.config_types import ProviderConfig
 from tuiapp.core.events import Retrying, TextDelta, Usage
 from tuiapp.core.messages import Message, ToolCall
 from tuiapp.providers.anthropic import AnthropicProvider

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from tuiapp import config
+from tuiapp import config, config_types
 from tuiapp.core import secrets
 from tuiapp.core.secrets import MIN_SECRET_LEN, Secrets
 
@@ -129,7 +129,7 @@ def test_child_env_drops_provider_and_dotenv_keys_and_copies_of_them(
 
 
 def test_pass_env_must_be_a_list_of_names(tmp_path) -> None:
-    with pytest.raises(config.ConfigError, match=r"tools\.pass_env"):
+    with pytest.raises(config_types.ConfigError, match=r"tools\.pass_env"):
         config.parse({"tools": {"pass_env": "OPENAI_API_KEY"}}, "kep.toml", tmp_path)
 
 

@@ -14,8 +14,8 @@ import pytest
 from conftest import KEP, kep_env
 from fakes.llm_server import FakeLLMServer
 
-from tuiapp import config
-from tuiapp.config import McpServerConfig
+from tuiapp import config, config_types
+from tuiapp.config_types import McpServerConfig
 from tuiapp.core import secrets
 from tuiapp.core.events import Event, ToolOutput
 from tuiapp.core.messages import ToolCall
@@ -171,7 +171,7 @@ async def test_mcp_servers_get_no_key_unless_their_env_passes_one(
     server = McpServerConfig("envsrv", sys.executable, (str(keyed / "envdump_server.py"),),
                              env={"GIVEN_TOKEN": "${DOT_SECRET}",
                                   "GITHUB_PERSONAL_ACCESS_TOKEN": "${MY_GH}"})
-    cfg = config.Config(project_root=keyed, mcp_servers={"envsrv": server})
+    cfg = config_types.Config(project_root=keyed, mcp_servers={"envsrv": server})
     manager = McpManager(cfg, on_tools=lambda k, items: None, on_state=lambda s: None)
     manager.start()
     try:
@@ -248,7 +248,7 @@ def test_config_show_masks_by_value_as_well_as_by_name(project: Path) -> None:
 async def test_provider_errors_show_no_part_of_the_key(
     api: str, case: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tuiapp.config import ProviderConfig
+    from tuiapp.config_types import ProviderConfig
     from tuiapp.providers.anthropic import AnthropicProvider
     from tuiapp.providers.base import ProviderFailure
     from tuiapp.providers.openai_chat import ChatProvider

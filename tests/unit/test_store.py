@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tuiapp import cli
-from tuiapp.config import ApprovalConfig, ProviderConfig, Rule
+from tuiapp.config_types import ApprovalConfig, ProviderConfig, Rule
 from tuiapp.core.conversation import Conversation, deny_all
 from tuiapp.core.events import (
     Event,
@@ -30,7 +30,9 @@ from tuiapp.core.events import (
 )
 from tuiapp.core.messages import Message, ToolCall
 from tuiapp.core.recorder import SessionRecorder, chain
-from tuiapp.core.store import INTERRUPTED_CALL, Store, StoreError, UnknownSession
+from tuiapp.core.session_history import INTERRUPTED_CALL
+from tuiapp.core.store import Store, UnknownSession
+from tuiapp.core.store_schema import StoreError
 from tuiapp.providers.base import Provider, StreamEnd, StreamItem
 from tuiapp.tools.model import ToolSpec
 

@@ -17,7 +17,7 @@ import pytest
 from conftest import KEP, REPO, kep_env
 from fakes import hostile_checkout as hostile
 
-from tuiapp import config, trust
+from tuiapp import config, config_writer, trust
 from tuiapp.commands._common import load_config
 from tuiapp.trust_items import inventory
 from tuiapp.workspace import Workspace
@@ -234,7 +234,7 @@ def test_gained_allow_rules_and_servers_are_held_back_until_trusted_again(checko
 
 def test_an_always_answer_is_not_a_change_to_ask_about(checkout: Path) -> None:
     trust.trust(checkout)
-    config.add_rule(checkout / "kep.toml", "^readfile$", "allow")
+    config_writer.add_rule(checkout / "kep.toml", "^readfile$", "allow")
     assert trust.check(checkout).gained  # written by someone else: held back
     trust.accept_rule(checkout, "^readfile$", "allow")
     assert trust.check(checkout).gained == ()

@@ -8,12 +8,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tuiapp import config
+from tuiapp import config, config_types
 
 PY = sys.executable  # a direct interpreter path: no pyenv shim, fast to start
 
 
-def make_config(root: Path, **tools: Any) -> config.Config:
+def make_config(root: Path, **tools: Any) -> config_types.Config:
     """Config for `root`; built-ins off unless asked for (they cost three interpreter starts)."""
     tools.setdefault("builtins", False)
     return config.parse({"tools": tools}, "test", root)

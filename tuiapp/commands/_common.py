@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, NoReturn
 from tuiapp import paths, trust
 
 if TYPE_CHECKING:  # config (tomllib, the settings classes) only where it is loaded
-    from tuiapp import config
+    from tuiapp import config_types
     from tuiapp.core.store import Store
 
 
@@ -19,14 +19,14 @@ def project_root(args: argparse.Namespace) -> Path:
     return Path(project).resolve() if project else paths.find_project_root()
 
 
-def load_config(args: argparse.Namespace, *, headless: bool = True) -> config.Config:
+def load_config(args: argparse.Namespace, *, headless: bool = True) -> config_types.Config:
     """Load user + project config; on a bad file print `kep: FILE: KEY: why` and exit 2.
 
     Folder trust is decided first (`--trust` trusts for this run): an untrusted project's
     .env is not read and its kep.toml not applied. Headless commands say on stderr, in one
     line each, what a trusted project gained since it was trusted (held back until `kep
     trust`) and which config keys are unknown (the TUI shows both itself)."""
-    from tuiapp import config
+    from tuiapp import config, config_types
 
     root = project_root(args)
     if not root.is_dir():
@@ -43,7 +43,7 @@ def load_config(args: argparse.Namespace, *, headless: bool = True) -> config.Co
         if state.trusted:
             config.load_dotenv(root)
         cfg = config.load(root, trust_state=state)
-    except config.ConfigError as e:
+    except config_types.ConfigError as e:
         fail(str(e))
     if headless:
         for line in cfg.warnings:
@@ -51,7 +51,7 @@ def load_config(args: argparse.Namespace, *, headless: bool = True) -> config.Co
     return cfg
 
 
-def untrusted_contents(cfg: config.Config) -> str | None:
+def untrusted_contents(cfg: config_types.Config) -> str | None:
     """What an untrusted project holds that kep is not loading ("3 executables, …"), or None
     when the project is trusted or holds nothing that needs trust."""
     state = trust.state_of(cfg)
@@ -63,7 +63,7 @@ def untrusted_contents(cfg: config.Config) -> str | None:
     return None if found.empty() else found.summary()
 
 
-def require_trust(cfg: config.Config) -> None:
+def require_trust(cfg: config_types.Config) -> None:
     """Headless commands that would run project code: exit 2 in an untrusted project."""
     holds = untrusted_contents(cfg)
     if holds is not None:
@@ -71,7 +71,7 @@ def require_trust(cfg: config.Config) -> None:
              "or pass --trust for this run")
 
 
-def note_untrusted(cfg: config.Config) -> None:
+def note_untrusted(cfg: config_types.Config) -> None:
     """`kep functions` in an untrusted project: built-ins are listed; one line says why the
     project's own tools are not."""
     holds = untrusted_contents(cfg)
@@ -89,7 +89,7 @@ def take_session(store: Store, session_id: str, *, fork: bool) -> str:
     """Become the one writer of the session (or of a copy of it, with --fork); a session
     another live kep is writing is refused with one line and exit 2."""
     from tuiapp.core.session_lock import SessionBusy, acquire, fork_session
-    from tuiapp.core.store import StoreError
+    from tuiapp.core.store_schema import StoreError
 
     try:
         if fork:

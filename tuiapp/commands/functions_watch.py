@@ -22,7 +22,7 @@ import sys
 from typing import Any
 
 from tuiapp.commands._common import load_config, note_untrusted
-from tuiapp.config import Config, ConfigError
+from tuiapp.config_types import Config, ConfigError
 from tuiapp.core.display import json_printable, printable
 from tuiapp.core.events import RegistryChanged
 from tuiapp.tools.reloader import Reloader, broken_reasons, describe

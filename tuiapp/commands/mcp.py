@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 
 from tuiapp.commands._common import load_config, require_trust
-from tuiapp.config import Config, ConfigError
+from tuiapp.config_types import Config, ConfigError
 
 # Set in the environment of everything `kep mcp serve` starts, so a project whose mcp.json
 # names `kep mcp serve` for itself does not start itself again, and again.

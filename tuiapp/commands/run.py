@@ -166,7 +166,8 @@ def main(args: argparse.Namespace) -> int:
 
     from tuiapp.commands._common import take_session
     from tuiapp.core.recorder import SessionRecorder
-    from tuiapp.core.store import Store, StoreError, UnknownSession
+    from tuiapp.core.store import Store, UnknownSession
+    from tuiapp.core.store_schema import StoreError
 
     try:
         store = Store.open()

@@ -10,7 +10,8 @@ from pathlib import Path
 from tuiapp.commands._common import fail, project_root
 from tuiapp.core import session_admin, transcript
 from tuiapp.core.display import printable
-from tuiapp.core.store import SessionInfo, Store, StoreError, UnknownSession
+from tuiapp.core.store import SessionInfo, Store, UnknownSession
+from tuiapp.core.store_schema import StoreError
 
 TITLE_WIDTH = 60
 

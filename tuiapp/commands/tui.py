@@ -34,7 +34,8 @@ def main(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, *, resume_gc: bool) -> int:
     from tuiapp.commands._common import fail, load_config
-    from tuiapp.core.store import Store, StoreError, UnknownSession
+    from tuiapp.core.store import Store, UnknownSession
+    from tuiapp.core.store_schema import StoreError
     from tuiapp.providers import ModelError, resolve_model
     from tuiapp.workspace import Workspace
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuiapp.config import Config
+from tuiapp.config_types import Config
 from tuiapp.tools.model import ToolSpec
 
 DOCUMENT_CAP = 64 * 1024  # bytes per document read into the context

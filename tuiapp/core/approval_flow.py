@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from tuiapp.config import ApprovalConfig
+from tuiapp.config_types import ApprovalConfig
 from tuiapp.core import policy
 from tuiapp.core.events import Event, Notice, ToolCallDecided
 from tuiapp.core.messages import ToolCall, canonical_json

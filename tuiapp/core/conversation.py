@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tuiapp.config import ApprovalConfig, ToolsConfig
+from tuiapp.config_types import ApprovalConfig, ToolsConfig
 from tuiapp.core import policy
 from tuiapp.core.approval_flow import Approval, Approver, Cleared, clear
 from tuiapp.core.events import (

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tuiapp import paths
-from tuiapp.config import Action, ApprovalConfig, Rule
+from tuiapp.config_types import Action, ApprovalConfig, Rule
 from tuiapp.core import argument_text
 from tuiapp.core.messages import ToolCall
 from tuiapp.tools.model import ToolSpec

@@ -1,4 +1,6 @@
-"""keprompt `.prompt` files: parsing, lookup, `<<var>>` substitution, `.cmd` arguments.
+"""keprompt `.prompt` files: finding them, parsing them into statements, the syntax check.
+
+`<<var>>` substitution is in prompt_variables, `.cmd` call arguments in prompt_calls.
 
 A statement is a line whose first non-blank characters are a known `.keyword` (followed by a
 space or the end of the line); other lines continue the previous text statement, as in
@@ -15,13 +17,20 @@ Where kep deliberately differs from keprompt 3.1.0 (its bugs, not its language):
 
 from __future__ import annotations
 
-import ast
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tuiapp.core.prompt_calls import (
+    NAME,
+    parse_cmd,
+    parse_tool_call,
+    parse_tool_result_header,
+)
+from tuiapp.core.prompt_variables import free_variables, references, statement_templates
 
 # keyword → does it take continuation lines (multi-line text)?
 KEYWORDS: dict[str, bool] = {
@@ -45,14 +54,8 @@ KEYWORDS: dict[str, bool] = {
     ".clear": False,
 }
 UNSUPPORTED = {".clear": "kep does not run `.clear` (it deletes files); remove the line"}
-# Statements whose text is the author's template (substituted when the statement runs).
-SUBSTITUTED = {".system", ".user", ".assistant", ".text", ".set", ".include", ".image", ".print",
-               ".tool_result"}
-BUILTIN_VARIABLES = {"Prefix", "Postfix", "VM", "last_response"}
 KEPROMPT_SETTINGS = {"model", "llm_options"}  # params keprompt reads itself; kep does not
-NAME = re.compile(r"[A-Za-z_][\w-]*")
 FUNCTION_ENTRY = re.compile(r"[\w-]+(\.(\*|[\w-]+))?")
-DEFAULT_PREFIX, DEFAULT_POSTFIX = "<<", ">>"
 
 
 class PromptError(Exception):
@@ -281,219 +284,3 @@ def function_entries(pf: PromptFile, st: Statement) -> list[str]:
         if not FUNCTION_ENTRY.fullmatch(e):
             raise pf.error(st, f"`.functions`: {e!r} is not name, module.* or module.name")
     return entries
-
-
-# ---- variables -----------------------------------------------------------------------------
-
-class UndefinedVariable(KeyError):
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.name = name
-
-
-def variable_pattern(prefix: str, postfix: str) -> re.Pattern[str]:
-    return re.compile(re.escape(prefix) + r"([A-Za-z_][\w.-]*)" + re.escape(postfix))
-
-
-def render_value(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool) or value is None:
-        return json.dumps(value)
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
-
-
-def lookup(name: str, values: Mapping[str, Any]) -> Any:
-    """`a` or `a.b.c` (dict access into a JSON param)."""
-    head, *rest = name.split(".")
-    if head not in values:
-        raise UndefinedVariable(name)
-    value = values[head]
-    for key in rest:
-        if not isinstance(value, dict) or key not in value:
-            raise UndefinedVariable(name)
-        value = value[key]
-    return value
-
-
-def substitute(text: str, values: Mapping[str, Any]) -> str:
-    """Replace `<<name>>` once, left to right. Inserted values are never scanned again, so a
-    value holding `<<x>>` (a model reply, a file) comes through as it is."""
-    pattern = variable_pattern(str(values.get("Prefix", DEFAULT_PREFIX)),
-                               str(values.get("Postfix", DEFAULT_POSTFIX)))
-    return pattern.sub(lambda m: render_value(lookup(m.group(1), values)), text)
-
-
-def references(text: str, prefix: str = DEFAULT_PREFIX,
-               postfix: str = DEFAULT_POSTFIX) -> list[str]:
-    return [m.group(1) for m in variable_pattern(prefix, postfix).finditer(text)]
-
-
-def statement_templates(pf: PromptFile, st: Statement) -> list[str]:
-    """The author text of a statement that gets substituted."""
-    if st.keyword in SUBSTITUTED:
-        if st.keyword == ".set":
-            return [st.value.partition(" ")[2]]
-        if st.keyword == ".tool_result":
-            return [st.value.partition("\n")[2]]
-        return [st.value]
-    if st.keyword == ".cmd":
-        return [v for v in parse_cmd(pf, st).arguments.values() if isinstance(v, str)]
-    return []
-
-
-def free_variables(pf: PromptFile) -> dict[str, int]:
-    """Names the file reads but never defines (→ line of first use). Params count as defined
-    only through Variable defaults, so they are left out here by the caller."""
-    defined = set(BUILTIN_VARIABLES) | set(pf.params)
-    for st in pf.statements:
-        if st.keyword == ".set":
-            defined.add(st.value.partition(" ")[0])
-        elif st.keyword == ".cmd" and parse_cmd(pf, st).target:
-            defined.add(parse_cmd(pf, st).target or "")
-    free: dict[str, int] = {}
-    prefix, postfix = DEFAULT_PREFIX, DEFAULT_POSTFIX
-    for st in pf.statements:
-        for text in statement_templates(pf, st):
-            for ref in references(text, prefix, postfix):
-                root = ref.split(".")[0]
-                if root not in defined:
-                    free.setdefault(root, st.line)
-        if st.keyword == ".set":
-            name, _, val = st.value.partition(" ")
-            if name == "Prefix":
-                prefix = val.strip()
-            elif name == "Postfix":
-                postfix = val.strip()
-    return free
-
-
-# ---- .cmd / .tool_call ---------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class CmdCall:
-    name: str
-    arguments: dict[str, Any]
-    target: str | None = None  # `.cmd f(…) as var`
-    # Source text of every argument not written as a quoted string, for schema coercion.
-    raw: Mapping[str, str] = field(default_factory=dict)
-
-
-def parse_cmd(pf: PromptFile, st: Statement) -> CmdCall:
-    text = st.value.strip()
-    target = None
-    m = re.search(r"\)\s+as\s+(\S+)\s*$", text)
-    if m:
-        target = m.group(1)
-        if not NAME.fullmatch(target):
-            raise pf.error(st, f"`.cmd … as NAME`: {target!r} is not a variable name")
-        text = text[: m.start() + 1]
-    return _parse_call_text(pf, st, text, target, ".cmd")
-
-
-def parse_tool_call(pf: PromptFile, st: Statement) -> tuple[CmdCall, str]:
-    text, sep, call_id = st.value.strip().rpartition(" id=")
-    if not sep or not call_id.strip():
-        raise pf.error(st, "`.tool_call` needs `fn(arg=value, …) id=CALL_ID`")
-    return _parse_call_text(pf, st, text.strip(), None, ".tool_call"), call_id.strip()
-
-
-def parse_tool_result_header(pf: PromptFile, st: Statement) -> tuple[str, str]:
-    header = st.value.partition("\n")[0]
-    fields = dict(p.split("=", 1) for p in header.split() if "=" in p)
-    if not fields.get("id") or not fields.get("name"):
-        raise pf.error(st, "`.tool_result` needs `id=CALL_ID name=FUNCTION` on its first line")
-    return fields["id"], fields["name"]
-
-
-def _parse_call_text(pf: PromptFile, st: Statement, text: str, target: str | None,
-                     kw: str) -> CmdCall:
-    m = re.fullmatch(r"([A-Za-z_][\w-]*)\s*\((.*)\)", text, re.S)
-    if not m:
-        raise pf.error(st, f"`{kw}` needs a call: {kw} function(arg=value, …)")
-    name, inner = m.group(1), m.group(2)
-    arguments: dict[str, Any] = {}
-    raws: dict[str, str] = {}
-    try:
-        parts = list(split_arguments(inner))
-    except ValueError as e:
-        raise pf.error(st, f"`{kw}` arguments: {e}") from None
-    for part in parts:
-        key, eq, raw = part.partition("=")
-        key, raw = key.strip(), raw.strip()
-        if not eq or not NAME.fullmatch(key):
-            raise pf.error(st, f"`{kw}` arguments are name=value; got {part.strip()!r}")
-        if key in arguments:
-            raise pf.error(st, f"`{kw}`: argument {key!r} given twice")
-        value = literal(raw)
-        arguments[key] = value
-        if not (isinstance(value, str) and raw[:1] in "\"'"):
-            raws[key] = raw
-    return CmdCall(name, arguments, target, raws)
-
-
-def split_arguments(text: str) -> Iterable[str]:
-    """Split on top-level commas: quotes, brackets and braces protect theirs."""
-    depth, quote, start, i = 0, "", 0, 0
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = ""
-        elif c in "\"'":
-            quote = c
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            if text[start:i].strip():
-                yield text[start:i]
-            start = i + 1
-        i += 1
-    if quote:
-        raise ValueError(f"unclosed {quote} quote")
-    if depth:
-        raise ValueError("unbalanced brackets")
-    if text[start:].strip():
-        yield text[start:]
-
-
-JSON_WORDS = {"true": True, "false": False, "null": None}
-
-
-def literal(raw: str) -> Any:
-    """A Python (or JSON) literal when it is one; otherwise the bare text, as keprompt
-    authors write it (`filename=data/x.txt`, `filename=<<file>>`)."""
-    if raw in JSON_WORDS:
-        return JSON_WORDS[raw]
-    try:
-        return ast.literal_eval(raw)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return raw
-
-
-def coerce(value: Any, raw: str | None, schema: Mapping[str, Any]) -> Any:
-    """Fit an unquoted argument to the tool's schema: `1.10` stays "1.10" for a string
-    parameter, a bare `<<n>>` that became "5" is 5 for an integer one."""
-    kind = schema.get("type")
-    if raw is None:
-        return value
-    if kind == "string" and not isinstance(value, str):
-        return raw
-    if not isinstance(value, str):
-        return value
-    try:
-        if kind == "integer":
-            return int(value)
-        if kind == "number":
-            return float(value)
-    except ValueError:
-        return value
-    if kind == "boolean" and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    return value

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tuiapp.config import Config
+    from tuiapp.config_types import Config
 
 MIN_SECRET_LEN = 8
 MIN_FRAGMENT = 8  # a run this long of a key, found in an error text, is scrubbed

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from tuiapp import paths
 from tuiapp.core import project_marks
-from tuiapp.core.store import SessionInfo, Store, UnknownSession, make_title
+from tuiapp.core.session_history import make_title
+from tuiapp.core.store import SessionInfo, Store, UnknownSession
 
 _TABLES = ("messages", "drafts", "tool_calls", "usage")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}

@@ -17,7 +17,8 @@ import time
 import weakref
 from pathlib import Path
 
-from tuiapp.core.store import Store, StoreError
+from tuiapp.core.store import Store
+from tuiapp.core.store_schema import StoreError
 
 _held: dict[str, int] = {}  # lock file → descriptor, for the sessions this process writes
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from tuiapp.core import agent as agent_mod
-from tuiapp.core import prompt_file
+from tuiapp.core import prompt_file, prompt_variables
 from tuiapp.core.conversation import Conversation
 from tuiapp.core.events import Event, Notice, ToolFinished
 from tuiapp.core.messages import ToolCall
@@ -137,7 +137,7 @@ class StartPlan:
         assert self.prompt is not None
         out = []
         for v in self.prompt.prompt.variables():
-            default = prompt_file.render_value(v.default) if v.has_default else None
+            default = prompt_variables.render_value(v.default) if v.has_default else None
             desc = "from .prompt params" if v.has_default else f"used on line {v.line}"
             out.append(VariableField(v.name, desc, default, self.values.get(v.name)))
         return out

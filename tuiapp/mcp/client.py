@@ -21,7 +21,7 @@ from mcp import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from tuiapp import paths
-from tuiapp.config import Config, McpServerConfig
+from tuiapp.config_types import Config, McpServerConfig
 from tuiapp.core.events import RegistryChanged
 from tuiapp.mcp.connection import ServerConnection, ServerState, one_line, source_key
 from tuiapp.mcp.results import result_text

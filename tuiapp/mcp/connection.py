@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from tuiapp import __version__, paths
-from tuiapp.config import Config, McpServerConfig
+from tuiapp.config_types import Config, McpServerConfig
 from tuiapp.core import secrets
 from tuiapp.mcp.servers import expand_headers, tool_name, unset_header_vars
 from tuiapp.mcp.startup import StartRefused, exit_description, http_status, wrapped_command

@@ -33,7 +33,7 @@ from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tuiapp import __version__
-from tuiapp.config import ApprovalConfig
+from tuiapp.config_types import ApprovalConfig
 from tuiapp.core import policy
 from tuiapp.core.events import Event, ToolFinished, ToolOutput
 from tuiapp.core.messages import ToolCall

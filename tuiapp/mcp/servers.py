@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tuiapp import trust
-from tuiapp.config import Config, McpServerConfig
+from tuiapp.config_types import Config, McpServerConfig
 
 MCP_JSON = "mcp.json"
 # "type" as MCP clients write it: stdio, streamable HTTP ("http"; VS Code says "streamable-http")

@@ -6,7 +6,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tuiapp.config import Config, ProviderConfig
+    from tuiapp.config_types import Config, ProviderConfig
     from tuiapp.providers.base import Provider
 
 # api → (module, class); a module is imported only when a model of that kind is chosen.

@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from tuiapp.config import ProviderConfig
+from tuiapp.config_types import ProviderConfig
 from tuiapp.core.events import ReasoningDelta, Retrying, TextDelta, Usage
 from tuiapp.core.messages import Message, Reasoning, ToolCall
 from tuiapp.tools.model import ToolSpec

@@ -13,7 +13,7 @@ import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from tuiapp.config import ProviderConfig
+from tuiapp.config_types import ProviderConfig
 from tuiapp.core.events import ReasoningDelta, TextDelta, Usage
 from tuiapp.core.messages import Message, Reasoning, ToolCall
 from tuiapp.providers.base import ProviderFailure, StreamEnd, StreamItem

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tuiapp.config import ProviderConfig
+from tuiapp.config_types import ProviderConfig
 from tuiapp.core.messages import Message
 from tuiapp.providers.base import Provider, ProviderFailure, mask_secret
 

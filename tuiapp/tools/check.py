@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tuiapp import paths
-from tuiapp.config import ApprovalConfig
+from tuiapp.config_types import ApprovalConfig
 from tuiapp.core import policy
 from tuiapp.core.messages import ToolCall
 from tuiapp.tools.formats.base import FormatContext, ProcResult, ToolLoadError

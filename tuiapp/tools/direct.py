@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuiapp.config import ApprovalConfig
+from tuiapp.config_types import ApprovalConfig
 from tuiapp.core import policy
 from tuiapp.core.events import Event, ToolOutput
 from tuiapp.core.messages import ToolCall

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 
-from tuiapp.config import ToolsConfig
+from tuiapp.config_types import ToolsConfig
 from tuiapp.tools.model import ToolSpec
 
 MAX_OFFERED_BYTES = 64 * 1024  # tool definitions sent with every request

@@ -12,7 +12,7 @@ import os
 import signal
 from pathlib import Path
 
-from tuiapp.config import Config
+from tuiapp.config_types import Config
 from tuiapp.core import secrets
 from tuiapp.core.events import ToolStatus
 from tuiapp.tools.call_output import (

@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from tuiapp import paths, trust
-from tuiapp.config import Config
+from tuiapp.config_types import Config
 from tuiapp.core import secrets
 from tuiapp.tools.cache import DeclarationCache, Key, file_key, key_matches
 from tuiapp.tools.formats.base import FormatContext, Lister, ToolFormat, ToolLoadError

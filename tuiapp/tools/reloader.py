@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tuiapp import config as config_mod
-from tuiapp import paths
+from tuiapp import config_types, paths
 from tuiapp.core.events import RegistryChanged
 from tuiapp.tools.registry import Registry
 from tuiapp.tools.schema import schema_error
@@ -125,7 +125,7 @@ class Reloader:
     async def _reload_config(self) -> None:
         try:
             cfg = config_mod.load(self.workspace.root)
-        except config_mod.ConfigError as e:
+        except config_types.ConfigError as e:
             self._config_failed = True
             await _call(self.on_config, None, e)  # the last good config stays in force
             return

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from tuiapp.config import Config
+from tuiapp.config_types import Config
 from tuiapp.core import secrets
 from tuiapp.core.events import (
     Event,

@@ -13,7 +13,7 @@ from textual import work
 from textual.app import App
 from textual.command import SimpleCommand
 
-from tuiapp import config, paths, trust
+from tuiapp import config, config_types, config_writer, paths, trust
 from tuiapp.core.events import ToolCallStarted, ToolFinished, ToolOutput, Usage
 from tuiapp.providers import ModelError, resolve_model
 from tuiapp.ui import commands
@@ -181,7 +181,7 @@ class SessionActions(App[int]):
     async def resume(self, session_id: str) -> None:
         assert self.store is not None
         from tuiapp.core.session_lock import SessionBusy, acquire, release
-        from tuiapp.core.store import StoreError
+        from tuiapp.core.store_schema import StoreError
 
         try:
             acquire(self.store, session_id)  # one live writer per session
@@ -287,11 +287,11 @@ class SessionActions(App[int]):
                         severity="warning", timeout=10)
             return
         try:
-            config.add_rule(file, f"^{re.escape(tool)}$", action)  # type: ignore[arg-type]
+            config_writer.add_rule(file, f"^{re.escape(tool)}$", action)  # type: ignore[arg-type]
             # The user's own answer: not a change for folder trust to ask about again.
             trust.accept_rule(self.ws.root, f"^{re.escape(tool)}$", action)
             self.ws.reconfigure(config.load(self.ws.root))
-        except (OSError, config.ConfigError) as e:
+        except (OSError, config_types.ConfigError) as e:
             self.notify(f"Could not save the rule: {e}", severity="error", timeout=10)
             return
         verb = "always allowed" if action == "allow" else "always denied"

@@ -1,5 +1,7 @@
-"""KepApp: lays out the screen and routes core events to widgets. The chat itself lives in
-ChatSession (ui/chat.py); palette entries in ui/commands.py; session actions in ui/actions.py.
+"""KepApp: lays out the screen, starts up in stages and keeps the tools listed. The chat
+itself lives in ChatSession (ui/chat.py); core events and turns are routed in
+ui/conversation_routing.py, approvals in ui/approval_routing.py; palette entries in
+ui/commands.py; session actions in ui/actions.py; the screen in ui/chat_screen.py.
 
 Layout: [functions panel] | transcript, approval panel, prompt | [tool panes]; status footer.
 """
@@ -13,35 +15,28 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, cast
 
-from textual import events, work
+from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.widgets import Input, TextArea
-from textual.worker import Worker, WorkerState
 
 from tuiapp.core.display import printable, printable_line
 from tuiapp.core.events import (
     Event,
-    MessageAdded,
     RegistryChanged,
-    ToolCallDecided,
-    ToolCallRequested,
-    ToolCallStarted,
-    ToolFinished,
-    TurnEnded,
-    Usage,
 )
 from tuiapp.core.messages import Message
 from tuiapp.core.store import Store
 from tuiapp.providers.base import Provider
 from tuiapp.ui import commands
 from tuiapp.ui.actions import SessionActions
+from tuiapp.ui.approval_routing import ApprovalRouting
 from tuiapp.ui.bridge import ApprovalBroker, EventBridge
-from tuiapp.ui.messages import ApprovalRequested, CoreEvent, ReplyText
-from tuiapp.ui.narrow import BREAKPOINTS, NarrowLayout
+from tuiapp.ui.chat_screen import ChatScreen
+from tuiapp.ui.conversation_routing import ConversationRouting
+from tuiapp.ui.narrow import NarrowLayout
 from tuiapp.ui.prompt_commands import SessionStarts
 from tuiapp.ui.themes import register_themes, set_startup_theme
 from tuiapp.ui.widgets.prompt_input import PromptInput
@@ -57,41 +52,13 @@ if TYPE_CHECKING:
     from tuiapp.ui.widgets.tool_panes import ToolPanes
 
 
-class ChatScreen(Screen[None]):
-    # Focus starts in the prompt. Textual's default ("*") would focus the transcript first and
-    # then move: two restyles of the whole transcript before the first frame.
-    AUTO_FOCUS = "#prompt"
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = BREAKPOINTS  # ui/narrow.py
-
-    def on_key(self, event: events.Key) -> None:
-        """A printable key that nothing focused can use goes to the prompt: typing is never
-        lost on a pane, the transcript or a button. Keys some widget or the app binds (an
-        approval's y, a pane's c) keep their meaning."""
-        focused = self.focused
-        if (event.character is None or not event.is_printable or focused is None
-                or isinstance(focused, TextArea | Input)):
-            return
-        if any(event.key in bindings.key_to_bindings
-               for _node, bindings in self._modal_binding_chain):
-            return
-        prompt = self.query_one(PromptInput)
-        prompt.focus()
-        prompt.insert(event.character)
-        event.stop()
-        event.prevent_default()
-
-    def on_screen_resume(self) -> None:
-        """Back from an overlay (viewer, picker, palette): the prompt has the keyboard again,
-        unless an approval is waiting for an answer."""
-        approval = self.query("#approval")
-        if not (approval and approval.first().display and approval.first().has_focus_within):
-            self.query_one(PromptInput).focus()
-
-
 LATER_CSS = Path(__file__).with_name("later.tcss")
 
 
-class KepApp(WorkbenchActions, SessionStarts, SessionActions, NarrowLayout, App[int]):
+# The routing mixins come first: Textual calls every class's handler of a message in MRO
+# order, and KepApp's own (now theirs) ran before the other mixins'.
+class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStarts,
+             SessionActions, NarrowLayout, App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "kep"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -334,147 +301,6 @@ class KepApp(WorkbenchActions, SessionStarts, SessionActions, NarrowLayout, App[
         self.bench_sync()
         for panel in self._welcome():
             panel.show_tools(entries)
-
-    # ---- the conversation ----------------------------------------------------------------
-
-    @property
-    def busy(self) -> bool:
-        return any(w.group == "conversation" and not w.is_finished for w in self.workers)
-
-    def set_state(self, state: str) -> None:
-        self.query_one(StatusFooter).state = state
-
-    async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
-        if self.busy:
-            self.query_one(PromptInput).load_text(message.text)
-            self.notify("kep is still answering: Esc interrupts it.", severity="warning")
-            return
-        for panel in self._welcome():
-            await panel.dismiss()
-        self.set_state("streaming")
-        self.converse(message.text)
-
-    @work(exclusive=True, group="conversation", exit_on_error=False)
-    async def converse(self, text: str | None) -> None:
-        """One turn (text) or a retry (None), in the background: the UI never waits on it."""
-        await self.tools_ready.wait()
-        try:
-            await (self.chat.send(text) if text is not None else self.chat.retry())
-        except Exception as e:  # a bug, not a provider error (those are events)
-            self.notify(f"internal error: {type(e).__name__}: {e}", severity="error", timeout=15)
-            self.set_state("error")
-            raise
-
-    def action_retry(self) -> None:
-        """After a provider error or an interrupt: the same request again."""
-        history = self.chat.history
-        failed = self.query_one(StatusFooter).state == "error" or (
-            bool(history) and history[-1].interrupted)
-        if self.busy or self.chat.conversation is None or not failed:
-            self.notify("Nothing to retry.")
-            return
-        self.set_state("streaming")
-        self.converse(None)
-
-    async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        # A turn cancelled before the core could say so (e.g. while tools were still being
-        # listed) still has to leave the screen idle.
-        worker = event.worker
-        if worker.group == "conversation" and worker.is_finished and not self.busy:
-            self.approval.drop_closed()
-            self.query_one(Transcript).end_reply(
-                interrupted=worker.state == WorkerState.CANCELLED)
-            if self.query_one(StatusFooter).state != "error":
-                self.set_state("error" if worker.state == WorkerState.ERROR else "idle")
-
-    def action_interrupt(self) -> None:
-        if self.approval.waiting and not self.approval.has_focus_within:
-            self.approval.focus()  # Esc in the message box: over to the waiting call
-        elif self.chat.running:
-            self.chat.cancel_tools()
-        elif self.busy and not self.approval.display:
-            self.workers.cancel_group(self, "conversation")
-        elif not self.busy:
-            for panel in self._welcome():
-                panel.dismiss()
-
-    def on_prompt_input_interrupt(self) -> None:
-        self.action_interrupt()
-
-    def action_cancel_tools(self) -> None:
-        if not self.chat.cancel_tools():
-            self.notify("No tool is running.")
-
-    def on_reply_text(self, message: ReplyText) -> None:
-        self.query_one(Transcript).stream_text(message.text)
-
-    async def on_core_event(self, message: CoreEvent) -> None:
-        event = message.event
-        self.query_one(Transcript).handle(event)
-        self.panes.handle(event)
-        if (isinstance(event, ToolCallRequested) and not self._panes_hidden_by_user
-                and not self.narrow):  # (narrow: an overlay opens only when asked for)
-            self.panes.remove_class("-hidden")
-        if isinstance(event, MessageAdded) and event.message.tool_calls:
-            self.approval.start_reply(event.message.tool_calls)
-        elif isinstance(event, (ToolCallDecided, ToolFinished)):
-            self.approval.settle(event)
-        if isinstance(event, ToolCallStarted):
-            self.set_state("tools")
-        elif isinstance(event, ToolFinished) and not self.chat.running:
-            self.set_state("streaming")
-        elif isinstance(event, Usage):
-            self.query_one(StatusFooter).usage = event
-        elif isinstance(event, TurnEnded):
-            self.set_state("error" if event.stop_reason == "error" else "idle")
-            self.approval.drop_closed()
-            self.query_one(StatusFooter).session_id = self.chat.session_id
-        elif isinstance(event, RegistryChanged):
-            self.show_tools()
-
-    # ---- approval ---------------------------------------------------------------------
-
-    def on_approval_requested(self, message: ApprovalRequested) -> None:
-        req = message.request
-        if block := self.query_one(Transcript).block(req.call.id):
-            block.asking(req.verdict.rule)
-        self.approval.push(req)
-        self.set_state("approval")
-        if not self.approval.has_focus_within and not self._prompt_in_use():
-            self.approval.focus()
-
-    def _prompt_in_use(self) -> bool:
-        """The user is writing in the message box (it has the keyboard and some text): a
-        call that appears now must not take the keyboard (Esc there moves to it). An empty
-        box is not in use: keys typed just as the call appears are caught by its guard."""
-        prompt = self.query_one(PromptInput)
-        return prompt.has_focus and bool(prompt.text)
-
-    def on_approval_panel_typed(self, message: ApprovalPanel.Typed) -> None:
-        prompt = self.query_one(PromptInput)
-        prompt.focus()
-        prompt.insert(message.text)
-
-    def on_approval_panel_leave(self) -> None:
-        self.query_one(PromptInput).focus()
-
-    def on_approval_panel_answered_all(self, message: ApprovalPanel.AnsweredAll) -> None:
-        # Requests of the same reply that reached the panel meanwhile get the same answer.
-        self.broker.answer_rest(message.approval)
-        self.approval.answer_matching(self.broker.in_batch, message.approval)
-
-    def on_approval_panel_done(self) -> None:
-        if self.approval.display:
-            return  # the next call arrived meanwhile: it keeps the keyboard
-        self.query_one(PromptInput).focus()
-        if self.busy:
-            self.set_state("tools" if self.chat.running else "streaming")
-
-    def on_approval_panel_rule_requested(self, message: ApprovalPanel.RuleRequested) -> None:
-        self.add_rule(message.tool, message.action)
-
-    def on_tool_panes_cancel_requested(self, message: ToolPanes.CancelRequested) -> None:
-        self.chat.cancel_tools(message.call_id)
 
     # ---- panes and palette --------------------------------------------------------------
 

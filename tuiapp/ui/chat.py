@@ -12,14 +12,15 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from importlib import import_module
 
-from tuiapp.config import Config
+from tuiapp.config_types import Config
 from tuiapp.core import session_admin
 from tuiapp.core.conversation import Approver, Conversation
 from tuiapp.core.events import Event, Notice, ToolCallStarted, ToolFinished
 from tuiapp.core.messages import Message
 from tuiapp.core.recorder import SessionRecorder
 from tuiapp.core.session_start import StartPlan
-from tuiapp.core.store import Store, StoreError
+from tuiapp.core.store import Store
+from tuiapp.core.store_schema import StoreError
 from tuiapp.providers import ModelError, make_provider, resolve_model
 from tuiapp.providers.base import Provider, ProviderFailure, StreamItem
 from tuiapp.tools.model import ToolSpec

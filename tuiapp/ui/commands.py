@@ -10,7 +10,7 @@ from textual.app import SystemCommand
 from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
-from tuiapp.config import Config
+from tuiapp.config_types import Config
 
 if TYPE_CHECKING:
     from tuiapp.ui.app import KepApp

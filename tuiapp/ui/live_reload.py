@@ -15,8 +15,8 @@ from weakref import WeakKeyDictionary
 
 from textual.app import App
 
-from tuiapp import config as config_mod
-from tuiapp.config import Config, ConfigError
+from tuiapp import config_writer
+from tuiapp.config_types import Config, ConfigError
 from tuiapp.core.events import RegistryChanged
 from tuiapp.providers import ModelError, resolve_model
 from tuiapp.tools.reloader import Reloader, describe
@@ -81,7 +81,7 @@ def config_changed(app: KepApp, cfg: Config | None, error: ConfigError | None) -
     if problem:
         app.notify(f"Config reloaded, but {problem}", title="Config", severity="warning",
                    timeout=10)
-    elif not config_mod.written_by_kep(cfg.files):
+    elif not config_writer.written_by_kep(cfg.files):
         # kep's own writes (an "always" rule, a theme) have announced themselves already.
         app.notify("Config reloaded: it applies from the next call.", title="Config")
     from tuiapp.ui.screens.trust import ask_if_gained

@@ -39,7 +39,7 @@ from textual.app import App
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
-from tuiapp import config, paths
+from tuiapp import config_reader, config_types, config_writer, paths
 
 COLOR_KEYS = ("primary", "secondary", "accent", "foreground", "background", "surface", "panel",
               "boost", "success", "warning", "error")
@@ -104,8 +104,8 @@ def _color(value: Any, file: Path, key: str) -> str:
 
 def load_theme_file(file: Path) -> Theme:
     try:
-        data = config.read_toml(file)  # bad bytes, bad TOML, deep nesting: one line each
-    except config.ConfigError as e:
+        data = config_reader.read_toml(file)  # bad bytes, bad TOML, deep nesting: one line each
+    except config_types.ConfigError as e:
         raise ThemeFileError(file, e.key, e.message) from None
     return parse_theme(data, file)
 
@@ -155,5 +155,5 @@ def set_startup_theme(app: App[Any], name: str) -> None:
 def save_theme_choice(name: str, file: Path | None = None) -> Path:
     """Remember the chosen theme in the user's config.toml (atomic write); return the file."""
     target = file or paths.user_config_file()
-    config.set_value(target, "theme", name)
+    config_writer.set_value(target, "theme", name)
     return target

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tuiapp.config import Config
+from tuiapp.config_types import Config
 from tuiapp.tools.model import Invocation, ToolSpec
 
 

@@ -20,7 +20,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from tuiapp import config, trust
+from tuiapp import config, config_types, trust
 from tuiapp.trust_items import one_line
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ def answered(app: KepApp, q: trust.Question, yes: bool) -> None:
         trust.trust(q.root)
         config.load_dotenv(app.ws.root)
         cfg = config.load(app.ws.root)
-    except (trust.TrustError, config.ConfigError) as e:
+    except (trust.TrustError, config_types.ConfigError) as e:
         app.notify(str(e), title="Folder trust", severity="error", timeout=12)
         return
     app.ws.reconfigure(cfg)

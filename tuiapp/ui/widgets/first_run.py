@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Static
 
-from tuiapp.config import Config
+from tuiapp.config_types import Config
 from tuiapp.core import project_marks
 from tuiapp.tools.model import BrokenTool, ToolSpec
 

@@ -29,7 +29,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Checkbox, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tuiapp.config import ApprovalConfig
+from tuiapp.config_types import ApprovalConfig
 from tuiapp.tools.check import broken_hint
 from tuiapp.tools.direct import DirectRun, run_direct
 from tuiapp.tools.model import BrokenTool, ToolSpec
