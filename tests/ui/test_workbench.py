@@ -54,7 +54,8 @@ async def test_the_whole_loop(proj: Path) -> None:
         await pilot.press("enter")
         path = proj / "prompts" / "functions" / "greet"
         await until(pilot, lambda: app.bench() is not None
-                    and isinstance(app.bench().entry, ToolSpec), what="the workbench")
+                    and isinstance(app.bench().entry, ToolSpec)
+                    and bool(app.bench().query("#bench-desc")), what="the workbench")
         bench = app.bench()
         assert bench is not None and path.is_file()
         desc = bench.query_one("#bench-desc", Static)

@@ -197,6 +197,8 @@ class ToolPanes(Widget):
 
     def handle(self, event: Event) -> bool:
         """Apply one core event; returns False for events the panes do not show."""
+        if self._ready and not self.is_attached:
+            return False  # replaced by a new session's panes: nothing to show here any more
         if not self._ready:
             if isinstance(event, ToolCallRequested | ToolCallStarted | ToolOutput | ToolFinished
                           | ToolCallDecided | ToolCallQueued):
@@ -265,7 +267,8 @@ class ToolPanes(Widget):
         self._panes[call_id] = pane
         tabbed = self.query_one(TabbedContent)
         tabbed.display = True
-        self.query_one(".tool-panes--empty").display = False
+        for empty in self.query(".tool-panes--empty"):  # (gone while panes are torn down)
+            empty.display = False
         added = tabbed.add_pane(pane)
         self.call_later(self._activate, added, pane)
         self._close_old_panes()
