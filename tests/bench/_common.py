@@ -19,12 +19,21 @@ KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "OPENAI
 
 
 def isolated_env(home: Path) -> dict[str, str]:
-    """os.environ without API keys, with kep's dirs under `home` (also applied to this process)."""
+    """os.environ without API keys, with kep's dirs under `home` (also applied to this process).
+    The projects a benchmark builds (all under the temp dir) are trusted, as the user would
+    have trusted their own: otherwise kep would load none of their tools."""
+    # The tests' conftest (imported by tui_helpers) points kep's dirs at a throwaway home when
+    # it is first imported: import it first, so the dirs set here are the ones that stay.
+    import conftest  # noqa: F401
+
     for var, sub in (("KEP_CONFIG_DIR", "config"), ("KEP_DATA_DIR", "data"),
-                     ("KEP_CACHE_DIR", "cache")):
+                     ("KEP_CACHE_DIR", "cache"), ("KEP_STATE_DIR", "state")):
         os.environ[var] = str(home / sub)
     for var in KEY_VARS:
         os.environ.pop(var, None)
+    from tuiapp import trust
+
+    trust.trust(Path(tempfile.gettempdir()))
     return dict(os.environ)
 
 
