@@ -198,8 +198,13 @@ class FunctionsPanel(Widget):
         for e in self.entries:
             if self._matches(e):
                 groups.setdefault(e.source, []).append(e)
+        # Broken first, then the project's own, then the rest, each by the name shown (never
+        # by absolute path: where kep is installed must not reorder the list).
+        shown = {s: short_source(s, self.root) for s in groups}
         order = sorted(groups, key=lambda s: (not any(isinstance(e, BrokenTool)
-                                                      for e in groups[s]), s))
+                                                      for e in groups[s]),
+                                              shown[s].startswith(("built-in/", "~/", "/")),
+                                              shown[s]))
         findings: dict[str, list[Finding]] = {}
         for f in self.findings or ():
             findings.setdefault(f.source, []).append(f)

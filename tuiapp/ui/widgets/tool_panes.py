@@ -275,7 +275,14 @@ class ToolPanes(Widget):
         return pane
 
     async def _activate(self, added: object, pane: ToolPane) -> None:
-        await added  # type: ignore[misc]
+        try:
+            await added  # type: ignore[misc]
+        except ValueError:
+            # Textual re-activates a tab that a session switch removed meanwhile: these
+            # panes (or that pane) are gone, and nothing is left to show.
+            return
+        if not pane.is_attached:
+            return
         pane.refresh_status()  # events may have arrived while it was being mounted
         if pane.id and pane is self.newest():
             # The newest call becomes the visible tab; keyboard focus stays where it is.
