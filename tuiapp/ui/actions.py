@@ -98,7 +98,9 @@ class SessionActions(App[int]):
 
             record = Record.load(self.store, self.chat.session_id)
             await transcript.show_history(record.messages, record.call_records())
-            self._restore_panes(self.store.tool_calls(self.chat.session_id))
+            # After a refresh: panes just mounted by a session switch are still composing.
+            self.call_after_refresh(self._restore_panes,
+                                    self.store.tool_calls(self.chat.session_id))
         else:
             await transcript.show_history(self.chat.history)
 
