@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from textual import on
 from textual.app import ComposeResult
@@ -117,11 +117,11 @@ class ToolPane(TabPane):
 
     def refresh_status(self) -> None:
         """Re-render the status line, tab label and cancel button after a state change."""
-        if not self.is_mounted:
-            return
-        self.query_one(".tool-pane--status", Static).update(self._status_content())
-        self.query_one(".tool-pane--cancel", Button).disabled = (
-            self.state.status not in CANCELLABLE)
+        status, cancel = self.query(".tool-pane--status"), self.query(".tool-pane--cancel")
+        if not (self.is_mounted and status and cancel):
+            return  # not composed yet, or being torn down by a session switch
+        cast(Static, status.first()).update(self._status_content())
+        cast(Button, cancel.first()).disabled = self.state.status not in CANCELLABLE
         if self.id:
             try:
                 self.query_ancestor(TabbedContent).get_tab(self.id).label = self._tab_label()
