@@ -165,59 +165,15 @@ def find_agent(root: Path, name: str, config: Config | None = None) -> Path:
 
 
 def load_agent(agent_dir: Path) -> Agent:
-    import yaml
-
     from tuiapp.core import loki_agent
 
     if loki_agent.is_loki_agent_dir(agent_dir):
         return loki_agent.load(agent_dir)
-    index = agent_dir / "index.yaml"
-    try:
-        data = yaml.safe_load(index.read_text(encoding="utf-8")) or {}
-    except OSError as e:
-        raise AgentError(f"{index}: cannot read: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise AgentError(f"{index}{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
-    if not isinstance(data, dict):
-        raise AgentError(f"{index}: expected a mapping (name, instructions, …)")
+    from tuiapp.core.agent_yaml import AgentYaml
 
-    def text(key: str) -> str:
-        v = data.get(key, "")
-        if v is None:
-            return ""
-        if not isinstance(v, (str, int, float)):
-            raise AgentError(f"{index}: {key}: expected text")
-        return str(v)
-
-    def strings(key: str) -> list[str]:
-        v = data.get(key) or []
-        if not isinstance(v, list) or not all(isinstance(x, (str, int, float)) for x in v):
-            raise AgentError(f"{index}: {key}: expected a list of strings")
-        return [str(x) for x in v]
-
-    variables = []
-    for i, raw in enumerate(data.get("variables") or [], 1):
-        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not raw["name"]:
-            raise AgentError(f"{index}: variables[{i}]: expected {{name, description, default}}")
-        default = raw.get("default")
-        variables.append(AgentVariable(raw["name"], str(raw.get("description") or ""),
-                                       None if default is None else str(default)))
-    return Agent(
-        name=agent_dir.name,
-        dir=agent_dir,
-        llm_root=agent_dir.parent.parent,
-        title=text("name") or agent_dir.name,
-        description=text("description"),
-        version=text("version"),
-        instructions=text("instructions"),
-        dynamic_instructions=bool(data.get("dynamic_instructions")),
-        variables=variables,
-        starters=strings("conversation_starters"),
-        documents=strings("documents"),
-        shared_tools=read_tools_txt(agent_dir / "tools.txt"),
-    )
+    index = AgentYaml(agent_dir / "index.yaml")
+    return Agent(**index.common_fields(agent_dir),
+                 shared_tools=read_tools_txt(agent_dir / "tools.txt"))
 
 
 def read_tools_txt(path: Path) -> list[str]:

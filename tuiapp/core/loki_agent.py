@@ -29,74 +29,25 @@ def is_loki_agent_dir(d: Path) -> bool:
 
 
 def load(agent_dir: Path) -> Agent:
-    import yaml
-
-    from tuiapp.core.agent import Agent, AgentError, AgentVariable
+    from tuiapp.core.agent import Agent, AgentError
+    from tuiapp.core.agent_yaml import AgentYaml
 
     config = agent_dir / "config.yaml"
     if not config.is_file():
         raise AgentError(f"agent {agent_dir.name}: {agent_dir / 'graph.yaml'}: {GRAPH_NOTICE}, "
                          "and there is no config.yaml to start it from")
-    try:
-        data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
-    except OSError as e:
-        raise AgentError(f"{config}: cannot read: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise AgentError(f"{config}: not UTF-8 text") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise AgentError(f"{config}{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
-    if not isinstance(data, dict):
-        raise AgentError(f"{config}: expected a mapping (name, instructions, …)")
-
-    def text(key: str) -> str:
-        v = data.get(key)
-        if v is None:
-            return ""
-        if not isinstance(v, str | int | float):
-            raise AgentError(f"{config}: {key}: expected text")
-        return str(v)
-
-    def strings(key: str) -> list[str]:
-        v = data.get(key) or []
-        if not isinstance(v, list) or not all(isinstance(x, str | int | float) for x in v):
-            raise AgentError(f"{config}: {key}: expected a list of strings")
-        return [str(x) for x in v]
-
-    variables = []
-    for i, raw in enumerate(data.get("variables") or [], 1):
-        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not raw["name"]:
-            raise AgentError(f"{config}: variables[{i}]: expected {{name, description, default}}")
-        default = raw.get("default")
-        variables.append(AgentVariable(raw["name"], str(raw.get("description") or ""),
-                                       None if default is None else str(default)))
-    notices = _notices(agent_dir, data)
+    parsed = AgentYaml(config)
+    notices = _notices(agent_dir, parsed.data)
     tools = []
-    for entry in strings("global_tools"):
+    for entry in parsed.strings("global_tools"):
         stem = entry.rsplit("/", 1)[-1]
         if not stem.endswith((".sh", ".py", ".ts")):
             notices.append(f"agent {agent_dir.name}: global_tools entry {entry!r} is not a tool "
                            "file name (Loki's mapping_tools aliases are not read by kep); "
                            "a tool of that name is used if there is one")
         tools.append(_tool_name(stem))
-    return Agent(
-        name=agent_dir.name,
-        dir=agent_dir,
-        llm_root=agent_dir.parent.parent,
-        title=text("name") or agent_dir.name,
-        description=text("description"),
-        version=text("version"),
-        instructions=text("instructions"),
-        dynamic_instructions=bool(data.get("dynamic_instructions")),
-        variables=variables,
-        starters=strings("conversation_starters"),
-        documents=strings("documents"),
-        shared_tools=tools,
-        kind="loki",
-        mcp_servers=strings("mcp_servers"),
-        notices=notices,
-    )
+    return Agent(**parsed.common_fields(agent_dir), shared_tools=tools, kind="loki",
+                 mcp_servers=parsed.strings("mcp_servers"), notices=notices)
 
 
 def _notices(agent_dir: Path, data: dict[str, Any]) -> list[str]:
