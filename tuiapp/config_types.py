@@ -51,7 +51,7 @@ BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
         ProviderConfig("offline", "offline"),
         ProviderConfig("openai", "responses", None, "OPENAI_API_KEY", default_model="gpt-5-mini"),
         ProviderConfig(
-            "anthropic", "anthropic", None, "ANTHROPIC_API_KEY", default_model="claude-sonnet-4-5"
+            "anthropic", "anthropic", None, "ANTHROPIC_API_KEY", default_model="claude-sonnet-5-5"
         ),
         ProviderConfig("openrouter", "chat", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
         ProviderConfig("ollama", "chat", "http://localhost:11434/v1"),

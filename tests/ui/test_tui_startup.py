@@ -53,7 +53,7 @@ def test_first_frame_comes_before_tools_and_the_sdk(project: Path) -> None:
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--model", "nope/x"], "unknown provider 'nope'"),
-    (["--model", "anthropic/claude-sonnet-4-5"], "ANTHROPIC_API_KEY is not set"),
+    (["--model", "anthropic/claude-sonnet-5-5"], "ANTHROPIC_API_KEY is not set"),
     (["--session", "ffffffff"], "no session 'ffffffff'"),
     (["--continue"], "no earlier session in this project"),
 ])

@@ -133,3 +133,21 @@ async def test_anthropic_newer_models_think_adaptively(make: Make,
     assert refused["thinking"]["type"] == "enabled"
     assert flipped["thinking"] == {"type": "adaptive"} == remembered["thinking"]
     assert flipped["output_config"] == {"effort": "high"}
+
+
+async def test_anthropic_off_uses_between_tools_where_disabled_is_refused(
+        make: Make, server: FakeLLMServer) -> None:
+    """Sonnet 5.5 refuses `thinking: disabled`; its lowest setting is `between_tools`. A model
+    kep doesn't know yet is switched after its 400 and keeps the switch."""
+    server.add({"text": "a"},
+               {"error": 400, "message": "thinking.type.disabled is not supported for this "
+                                         "model. Use thinking.type.between_tools instead."},
+               {"text": "b"}, {"text": "c"})
+    await Run(make("anthropic", model="claude-sonnet-5-5", reasoning="off")).conv.turn("hi")
+    run = Run(make("anthropic", model="claude-next-6", reasoning="off"))
+    assert await run.conv.turn("hi") == "end_turn"
+    await run.conv.turn("again")
+    known, refused, switched, remembered = bodies(server)
+    assert known["thinking"] == {"type": "between_tools"}
+    assert refused["thinking"] == {"type": "disabled"}
+    assert switched["thinking"] == {"type": "between_tools"} == remembered["thinking"]

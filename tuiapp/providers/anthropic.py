@@ -39,6 +39,9 @@ THINKING_BUDGET = {"low": 2048, "medium": 8192, "high": 24576}
 # Models that take a thinking budget; later ones think "adaptive"ly at an `effort` (the API
 # deprecates budgets for them). A model that refuses one form gets the other, once.
 BUDGET_MODELS = re.compile(r"claude-(3-7-sonnet|(sonnet|opus)-4-(0|1|5|2025)|haiku-4-5)")
+# Models that refuse `thinking: disabled` and take `between_tools` as their lowest setting
+# (Sonnet 5.5 on); any other model that answers 400 naming between_tools is switched once.
+BETWEEN_TOOLS_MODELS = re.compile(r"claude-sonnet-5-5")
 MIN_BUDGET = 1024  # the API's minimum
 THINKING_BLOCKS = ("thinking", "redacted_thinking")
 USAGE_FIELDS = ("output_tokens", "input_tokens", "cache_read_input_tokens",
@@ -134,6 +137,7 @@ class AnthropicProvider(SdkProvider):
         self.model_limit: int | None = None  # learnt from a 400 "max_tokens: N > M"
         self.adaptive = not BUDGET_MODELS.match(model)
         self._flipped = False  # the thinking form was switched after a 400
+        self.off_form = "between_tools" if BETWEEN_TOOLS_MODELS.match(model) else "disabled"
 
     def _client_class(self) -> Any:
         from anthropic import AsyncAnthropic  # lazy: ~1-2 s of import
@@ -144,7 +148,7 @@ class AnthropicProvider(SdkProvider):
         """max_tokens, and `thinking` for the reasoning level (its budget must stay below
         max_tokens, so the budget is capped by the model's limit)."""
         if self.reasoning == "off":
-            return {"max_tokens": self.max_tokens, "thinking": {"type": "disabled"}}
+            return {"max_tokens": self.max_tokens, "thinking": {"type": self.off_form}}
         budget = THINKING_BUDGET.get(self.reasoning or "")
         if budget is None:
             return {"max_tokens": self.max_tokens}
@@ -172,6 +176,9 @@ class AnthropicProvider(SdkProvider):
                     if limit is not None:
                         self.model_limit = int(limit.group(1))
                         self.max_tokens = min(self.max_tokens, self.model_limit)
+                    elif (limits.get("thinking", {}).get("type") == "disabled"
+                          and "between_tools" in text):
+                        self.off_form = "between_tools"
                     elif (not self._flipped and limits.get("thinking", {}).get("type")
                           in ("enabled", "adaptive")
                           and re.search(r"thinking|budget_tokens|output_config|effort", text)):

@@ -32,7 +32,7 @@ def setup_text() -> Content:
     frame, and a Markdown widget (parse + a widget per block) would delay it."""
     providers = [
         ("OpenAI", "OPENAI_API_KEY", "openai/gpt-5-mini"),
-        ("Anthropic", "ANTHROPIC_API_KEY", "anthropic/claude-sonnet-4-5"),
+        ("Anthropic", "ANTHROPIC_API_KEY", "anthropic/claude-sonnet-5-5"),
         ("OpenRouter", "OPENROUTER_API_KEY", "openrouter/VENDOR/MODEL"),
     ]
     parts: list[str | tuple[str, str]] = [("To use a real model", "bold"),
