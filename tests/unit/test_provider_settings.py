@@ -118,6 +118,13 @@ async def test_responses_off_falls_back_to_none_where_minimal_is_refused(
                                                             {"effort": "none"}]
 
 
+async def test_responses_off_is_none_on_gpt6_models(make: Make,
+                                                    server: FakeLLMServer) -> None:
+    server.add({"text": "ok"})
+    await Run(make("responses", model="gpt-6.1-terra", reasoning="off")).conv.turn("hi")
+    assert [b.get("reasoning") for b in bodies(server)] == [{"effort": "none"}]
+
+
 async def test_anthropic_newer_models_think_adaptively(make: Make,
                                                       server: FakeLLMServer) -> None:
     server.add({"text": "a"},

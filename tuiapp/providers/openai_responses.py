@@ -130,7 +130,8 @@ class ResponsesProvider(SdkProvider):
         # organisation may not have access to.
         self._send_reasoning = True
         self._send_summary = True
-        self._least = "minimal"  # "off": becomes "none" on a model that refuses minimal
+        # "off": `none` on gpt-6 models, else `minimal`, which becomes `none` after a 400
+        self._least = "none" if model.startswith("gpt-6") else "minimal"
 
     def _reasoning_param(self) -> dict[str, Any] | None:
         if not self._send_reasoning:

@@ -31,7 +31,7 @@ def setup_text() -> Content:
     """How to configure a provider. Plain Content, not Markdown: this panel is on the first
     frame, and a Markdown widget (parse + a widget per block) would delay it."""
     providers = [
-        ("OpenAI", "OPENAI_API_KEY", "openai/gpt-5-mini"),
+        ("OpenAI", "OPENAI_API_KEY", "openai/gpt-6.1-terra"),
         ("Anthropic", "ANTHROPIC_API_KEY", "anthropic/claude-sonnet-5-5"),
         ("OpenRouter", "OPENROUTER_API_KEY", "openrouter/VENDOR/MODEL"),
     ]
@@ -43,7 +43,7 @@ def setup_text() -> Content:
     parts += ["  • Local servers, no key: ", _code("kep --model ollama/llama3.2"), " (also ",
               _code("lmstudio/…"), ", ", _code("vllm/…"), ", ", _code("llamacpp/…"), ")\n\n",
               "Keys can also live in the project's ", _code(".env"),
-              ". Make a model the default with ", _code('model = "openai/gpt-5-mini"'), " in ",
+              ". Make a model the default with ", _code('model = "openai/gpt-6.1-terra"'), " in ",
               _code("kep.toml"), ", or switch now: ", ("ctrl+p → Switch model", "bold"),
               ". Any other OpenAI- or Anthropic-compatible server: a ",
               _code("[providers.NAME]"), " table with ", _code("api"), ", ", _code("base_url"),
