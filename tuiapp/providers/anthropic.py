@@ -87,12 +87,23 @@ def to_messages(messages: Sequence[Message], origin: str = "") -> list[dict[str,
             result = {
                 "type": "tool_result",
                 "tool_use_id": m.tool_call_id,
-                "content": m.content or "(no output)",
+                "content": _result_content(m),
             }
             if m.is_error:
                 result["is_error"] = True
             add("user", [result])
     return out
+
+
+def _result_content(m: Message) -> str | list[dict[str, Any]]:
+    """A tool result: its text, then the images it returned (the text holds their
+    placeholders, which caption them)."""
+    text = m.content or "(no output)"
+    if not m.tool_images:
+        return text
+    return [{"type": "text", "text": text}, *(
+        {"type": "image", "source": {"type": "base64", "media_type": i.media_type,
+                                     "data": i.data}} for i in m.tool_images)]
 
 
 def _user_blocks(m: Message) -> list[dict[str, Any]]:

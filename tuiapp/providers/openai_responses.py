@@ -75,9 +75,19 @@ def to_input(messages: Sequence[Message], origin: str = "") -> list[dict[str, An
             items += [_call_item(c) for c in m.tool_calls]
         elif m.role == "tool":
             items.append(
-                {"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content}
+                {"type": "function_call_output", "call_id": m.tool_call_id,
+                 "output": _output(m)}
             )
     return items
+
+
+def _output(m: Message) -> str | list[dict[str, Any]]:
+    """A tool result: its text, or with images a list of `input_text` then `input_image`."""
+    if not m.tool_images:
+        return m.content
+    return [{"type": "input_text", "text": m.content or "(no output)"}, *(
+        {"type": "input_image", "detail": "auto",
+         "image_url": f"data:{i.media_type};base64,{i.data}"} for i in m.tool_images)]
 
 
 def _user_content(m: Message) -> str | list[dict[str, Any]]:

@@ -229,6 +229,15 @@ def text_then_images(m: Message, text_part: Callable[[str], dict[str, Any]],
     return parts
 
 
+def text_only_result(m: Message, why: str) -> str:
+    """A tool result for an API that takes text only: each image's placeholder says it was
+    not sent, and why."""
+    text = m.content
+    for image in m.tool_images:
+        text = text.replace(image.placeholder(), image.placeholder(why), 1)
+    return text
+
+
 def object_schema(parameters: dict[str, Any]) -> dict[str, Any]:
     """Every API wants an object schema; tools without parameters declare {}."""
     if not parameters:
