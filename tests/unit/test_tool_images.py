@@ -325,3 +325,25 @@ async def test_kep_mcp_serve_passes_a_served_servers_image_on_as_an_image(
     [image] = [c for c in result.content if isinstance(c, types.ImageContent)]
     assert (image.mime_type, image.data) == ("image/png", PNG_B64)
     assert "[image: image/png, 2.0 KiB]" in text and not LONG_BASE64.search(text)
+
+
+def test_a_long_session_resends_only_its_newest_images() -> None:
+    from tuiapp.core.messages import ToolCall
+    from tuiapp.providers import anthropic, openai_responses
+    from tuiapp.providers.wire import HISTORY_IMAGES
+
+    history: list[Message] = [Message("user", "go")]
+    for n in range(30):
+        image = ToolImage("image/png", PNG_B64, 2048)
+        history += [Message("assistant", "", tool_calls=(ToolCall(f"c{n}", "shot", {}),)),
+                    Message("tool", f"frame {n}\n{image.placeholder()}", tool_call_id=f"c{n}",
+                            name="shot", tool_images=(image,))]
+    blocks = [b for m in anthropic.to_messages(history) for b in m["content"]
+              if b["type"] == "tool_result"]
+    sent = [isinstance(b["content"], list) for b in blocks]
+    assert sent == [False] * (30 - HISTORY_IMAGES) + [True] * HISTORY_IMAGES
+    assert blocks[0]["content"] == ("frame 0\n[image: image/png, 2.0 KiB — not sent: only the "
+                                    "conversation's newest images are sent again]")
+    outputs = [i["output"] for i in openai_responses.to_input(history)
+               if i.get("type") == "function_call_output"]
+    assert [isinstance(o, list) for o in outputs] == sent
