@@ -91,6 +91,11 @@ def test_the_bytes_decide_the_type_not_the_declared_mime() -> None:
     assert lines[1] == ("[image: image/png, 1.2 KiB — not sent: its bytes are not a png, jpeg, "
                         "gif or webp image]")
     assert lines[4].startswith("[image: image/svg+xml, ") and "not sent" in lines[4]
+    hostile_mime = types.CallToolResult(content=[img(b"nope" * 10, "\x1b]2;pwned\x07/png"),
+                                                 img(PNG, "image/" + "x" * 5000)])
+    text, images = result_parts(hostile_mime)
+    assert text.splitlines()[0].startswith("[image: ?, 40 B — not sent")  # no escape shown
+    assert text.splitlines()[1] == "[image: image/png, 2.0 KiB]" and len(images) == 1
     assert "sk-not" not in text and not LONG_BASE64.search(text)
 
 
