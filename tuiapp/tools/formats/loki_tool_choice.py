@@ -46,9 +46,28 @@ def expand(items: Iterable[str], table: dict[str, list[str]]) -> list[str]:
     return out
 
 
+_seen: dict[Path, tuple[tuple[int, int], set[str] | None]] = {}
+
+
 def enabled(config_dir: Path) -> set[str] | None:
     """The tool names `enabled_tools` turns on outside agents; None when every visible tool
-    is on (`all`, or unset: see the module doc)."""
+    is on (`all`, or unset: see the module doc). Read once per version of the file: every
+    tool file of the dir asks."""
+    path = config_dir / "config.yaml"
+    try:
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        return None
+    hit = _seen.get(path)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    result = _enabled(config_dir)
+    _seen[path] = (stamp, result)
+    return result
+
+
+def _enabled(config_dir: Path) -> set[str] | None:
     value = read_yaml(config_dir / "config.yaml").get("enabled_tools")
     names = _names(value)
     if value is None or names == ["all"]:
