@@ -2,8 +2,10 @@
 
 Start-up behaviour comes from argv: --crash-on-start, --hang-on-start, --stderr-flood BYTES.
 Its tools cover every result shape and failure kep must handle: text, structured-only,
-images, resources, is_error, progress notifications, a crash mid-call, a hang, a flood, and
-a tool that grows the tool list and sends notifications/tools/list_changed.
+images (the filesystem server's `read_media_file` shape, and hostile ones: a lying mime
+type, a 20 MB image, 500 images, invalid base64), resources, is_error, progress
+notifications, a crash mid-call, a hang, a flood, and a tool that grows the tool list and
+sends notifications/tools/list_changed.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ TOOLS: list[types.Tool] = [
                input_schema={"type": "object"}),
     types.Tool(name="media", description="An image, an embedded resource and a link",
                input_schema={"type": "object"}),
+    types.Tool(name="read_media_file", description="An image plus structuredContent, no text",
+               input_schema={"type": "object", "properties": {"path": {"type": "string"}}}),
+    types.Tool(name="hostile_media", description="Images that lie, flood or are not base64",
+               input_schema={"type": "object", "properties": {"kind": {"type": "string"}}}),
     types.Tool(name="progress", description="Reports progress, then answers",
                input_schema={"type": "object", "properties": {"steps": {"type": "integer"}}}),
     types.Tool(name="crash", description="Exits mid-call", input_schema={"type": "object"}),
@@ -45,6 +51,31 @@ TOOLS: list[types.Tool] = [
 ]
 EXTRA = types.Tool(name="extra", description="Appears after grow", input_schema={"type": "object"})
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 2040  # 2048 bytes
+JPEG = b"\xff\xd8\xff\xe0" + b"\1" * 1020  # 1 KiB
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def image(data: bytes | str, mime: str = "image/png") -> types.ImageContent:
+    return types.ImageContent(type="image", data=data if isinstance(data, str) else b64(data),
+                              mime_type=mime)
+
+
+def hostile(kind: str) -> list[types.ContentBlock]:
+    if kind == "lying":  # a jpeg called png; a text file called png; a gif called text
+        return [image(JPEG, "image/png"), image(b"OPENAI_API_KEY=sk-not-an-image\n" * 40),
+                image(b"GIF89a" + b"\0" * 100, "text/plain")]
+    if kind == "huge":
+        return [image(PNG + b"\0" * (20 * 1024 * 1024))]
+    if kind == "many":
+        return [types.TextContent(type="text", text="500 frames"), *[image(PNG)] * 500]
+    if kind == "bad_base64":
+        return [image("iVBORw0KGgo!!!not*base64" * 30), image(b64(PNG)[:-3])]
+    if kind == "secret":  # a PNG whose text chunk holds the value of FAKE_SECRET_VALUE
+        return [image(PNG + os.environ.get("FAKE_SECRET_VALUE", "").encode())]
+    return []
 
 
 def text(value: str, error: bool = False) -> types.CallToolResult:
@@ -78,6 +109,15 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
                 uri="file:///notes.txt", mime_type="text/plain", text="x" * 300)),
             types.ResourceLink(type="resource_link", name="big", uri="file:///big.bin", size=5000),
         ])
+    if name == "read_media_file":
+        data = b64(PNG)
+        return types.CallToolResult(
+            content=[image(PNG)],
+            structured_content={"content": [{"type": "image", "data": data,
+                                             "mimeType": "image/png"}],
+                                "path": args.get("path", "pic.png")})
+    if name == "hostile_media":
+        return types.CallToolResult(content=hostile(str(args.get("kind"))))
     if name == "progress":
         steps = int(args.get("steps", 3))
         for i in range(1, steps + 1):

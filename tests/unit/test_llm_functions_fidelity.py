@@ -153,6 +153,32 @@ async def test_setting_a_required_variable_fixes_the_tool_next_listing(
     assert "needs_token" in (await _fresh(cfg, cache)).tools
 
 
+async def test_installing_a_required_program_fixes_the_tool_without_touching_it(
+        tmp_path: Path, monkeypatch) -> None:
+    """`@meta require-tools`: the program installed later into a directory already on PATH
+    (PATH itself unchanged, the file untouched) fixes the tool at the next listing."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    root = project(tmp_path)
+    (root / "tools" / "needs_prog.sh").write_text(
+        "#!/usr/bin/env bash\n# @describe Use a program\n# @meta require-tools kep-test-prog\n"
+        "main() { kep-test-prog >> \"$LLM_OUTPUT\"; }\n")
+    cfg = config.load(root)
+    cache = DeclarationCache(tmp_path / "cache")
+    reg = Registry(cfg, cache=cache)
+    await reg.refresh()
+    assert "needs_prog" not in reg.tools
+    assert any("kep-test-prog" in b.error for b in reg.broken)
+    assert "needs_prog" not in (await _fresh(cfg, cache)).tools
+    prog = bindir / "kep-test-prog"
+    prog.write_text("#!/bin/sh\necho installed\n")
+    prog.chmod(0o755)
+    await reg.refresh()
+    assert "needs_prog" in reg.tools
+    assert "needs_prog" in (await _fresh(cfg, cache)).tools
+
+
 async def _fresh(cfg: config_types.Config, cache: DeclarationCache) -> Registry:
     reg = Registry(cfg, cache=cache)
     await reg.refresh()

@@ -128,3 +128,30 @@ async def test_kep_mcp_serve_first_tools_list_has_its_servers_tools(tmp_path: Pa
     async with Client(params) as client:
         names = {t.name for t in (await client.list_tools()).tools}
     assert "upstream_echo" in names
+
+
+def test_kep_functions_lists_servers_that_fail_or_time_out_at_start(tmp_path: Path) -> None:
+    """Before: a server that timed out at start appeared nowhere in `kep functions`."""
+    import json
+    import subprocess
+
+    from conftest import KEP, kep_env
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "kep.toml").write_text(
+        "[tools]\nbuiltins = false\n\n"
+        f'[mcp.servers.hung]\ncommand = "{sys.executable}"\n'
+        f'args = ["{FAKE}", "--hang-on-start"]\nstartup_timeout = 1\n\n'
+        f'[mcp.servers.crashy]\ncommand = "{sys.executable}"\n'
+        f'args = ["{FAKE}", "--crash-on-start"]\n')
+    r = subprocess.run([*KEP, "functions", "--project", str(root), "--json"],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                       env=kep_env())
+    assert "Traceback" not in r.stderr
+    listed = {e["source"]: e for e in json.loads(r.stdout)}
+    assert listed["mcp:hung"]["status"] == "broken"
+    assert "no answer within 1s (startup_timeout)" in listed["mcp:hung"]["error"]
+    assert listed["mcp:crashy"]["status"] == "broken"
+    assert "exit status 3" in listed["mcp:crashy"]["error"]
+    assert "FAKE_TOKEN is not set" in listed["mcp:crashy"]["error"]  # the last stderr line

@@ -238,6 +238,7 @@ class Conversation:
                     tool_call_id=call.id,
                     name=call.name,
                     is_error=fin.status != "ok",
+                    tool_images=fin.images,
                 )
             )
 

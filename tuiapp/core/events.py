@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tuiapp.core.messages import Message, ToolCall
+from tuiapp.core.messages import Message, ToolCall, ToolImage
 from tuiapp.records import FrozenRecord
 
 ToolStatus = Literal["ok", "failed", "cancelled", "timed_out", "denied"]
@@ -34,7 +34,9 @@ class Event(FrozenRecord):
                 if call.arguments_error:
                     v["arguments_error"] = call.arguments_error
             elif isinstance(v, Message):
-                v = v.to_dict()
+                v = v.to_dict(image_data=False)  # stored once, in the session, not here
+            elif isinstance(v, tuple) and v and isinstance(v[0], ToolImage):
+                v = [i.to_dict(data=False) for i in v]
             elif dataclasses.is_dataclass(v) and not isinstance(v, type):
                 v = dataclasses.asdict(v)
             d[f.name] = v
@@ -188,9 +190,10 @@ class ToolFinished(Event):
     status: ToolStatus
     exit_code: int | None
     duration_ms: int
-    result: str  # exactly what goes back to the model
+    result: str  # exactly what goes back to the model (text; images are placeholders in it)
     truncated: bool = False
     spool_path: str = ""
+    images: tuple[ToolImage, ...] = ()  # sent after `result` where the provider takes them
 
 
 # ---- registry --------------------------------------------------------------------------

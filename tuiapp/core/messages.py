@@ -73,6 +73,52 @@ class Reasoning:
         return cls(d["origin"], str(d.get("text") or ""), items)
 
 
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+def human_size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KiB"
+    return f"{n / 1024 / 1024:.1f} MiB"
+
+
+@dataclass(frozen=True)
+class ToolImage:
+    """An image a tool returned (an MCP ImageContent), checked when it arrived: `media_type`
+    is what its bytes are (one of IMAGE_TYPES), `data` its base64, `size` its decoded bytes.
+
+    The tool message's text holds `placeholder()` where the image was, so every text-only
+    reader (exports, `kep sessions show`, the tool pane, text-only APIs) shows a short line;
+    the APIs that take images in tool results send the image itself after that text."""
+
+    media_type: str
+    data: str
+    size: int
+
+    def placeholder(self, why: str = "") -> str:
+        tail = f" — not sent: {why}" if why else ""
+        return f"[image: {self.media_type}, {human_size(self.size)}{tail}]"
+
+    def to_dict(self, data: bool = True) -> dict[str, Any]:
+        d: dict[str, Any] = {"media_type": self.media_type, "size": self.size}
+        if data:
+            d["data"] = self.data
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Any) -> ToolImage | None:
+        """None for anything but a stored image of an accepted type (a hand-edited or
+        foreign record is left out rather than sent)."""
+        if not isinstance(d, dict) or d.get("media_type") not in IMAGE_TYPES:
+            return None
+        data, size = d.get("data"), d.get("size")
+        if not isinstance(data, str) or not data or not isinstance(size, int):
+            return None
+        return cls(d["media_type"], data, size)
+
+
 @dataclass(frozen=True)
 class Message:
     role: Role
@@ -89,8 +135,13 @@ class Message:
     images: tuple[str, ...] = field(default=())
     # assistant: the provider's reasoning (thinking blocks, reasoning items, reasoning_content)
     reasoning: Reasoning | None = None
+    # tool: images the tool returned (their placeholders are in `content`)
+    tool_images: tuple[ToolImage, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, image_data: bool = True) -> dict[str, Any]:
+        """The stored form. `image_data=False` leaves tool images' base64 out (exports and
+        `kep run --json` show the placeholder, never the bytes); the session store keeps it,
+        once, here."""
         d: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
             d["tool_calls"] = [
@@ -113,6 +164,8 @@ class Message:
             d["images"] = list(self.images)
         if self.reasoning is not None:
             d["reasoning"] = self.reasoning.to_dict()
+        if self.tool_images:
+            d["tool_images"] = [i.to_dict(image_data) for i in self.tool_images]
         return d
 
     @classmethod
@@ -131,4 +184,11 @@ class Message:
             interrupted=bool(d.get("interrupted")),
             images=tuple(d.get("images", ())),
             reasoning=Reasoning.from_dict(d.get("reasoning")),
+            tool_images=_tool_images(d.get("tool_images")),
         )
+
+
+def _tool_images(value: Any) -> tuple[ToolImage, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(i for i in map(ToolImage.from_dict, value) if i is not None)

@@ -118,6 +118,9 @@ class Secrets:
             return data
         return self._brx.sub(lambda m: self._label(m.group().decode()).encode(), data)
 
+    def contains_bytes(self, data: bytes) -> bool:
+        return self._brx is not None and self._brx.search(data) is not None
+
     def contains(self, text: str) -> bool:
         return self._rx is not None and self._rx.search(text) is not None
 

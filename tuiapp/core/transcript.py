@@ -137,7 +137,7 @@ def to_json(t: Transcript) -> str:
     session["created_at"] = datetime.fromtimestamp(t.info.created).astimezone().isoformat()
     session["updated_at"] = datetime.fromtimestamp(t.info.updated).astimezone().isoformat()
     doc = {"session": session,
-           "messages": [m.to_dict() for m in t.messages],
+           "messages": [m.to_dict(image_data=False) for m in t.messages],
            "tool_calls": [c.to_dict() for c in t.calls]}
     # Exact data; the control characters json.dumps leaves raw are written as \u escapes.
     return json_printable(json.dumps(doc, ensure_ascii=False, indent=2)) + "\n"

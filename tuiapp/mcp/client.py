@@ -24,7 +24,7 @@ from tuiapp import paths
 from tuiapp.config_types import Config, McpServerConfig
 from tuiapp.core.events import RegistryChanged
 from tuiapp.mcp.connection import ServerConnection, ServerState, one_line, source_key
-from tuiapp.mcp.results import result_text
+from tuiapp.mcp.results import result_parts
 from tuiapp.mcp.servers import MCP_JSON, McpJsonError, configured_servers
 from tuiapp.tools.formats.base import FormatContext, ToolFormat, ToolLoadError
 from tuiapp.tools.model import BrokenTool, Invocation, ToolSpec
@@ -183,10 +183,10 @@ class McpManager:
         except (OSError, ValueError, anyio.BrokenResourceError, anyio.ClosedResourceError) as e:
             # A malformed result or a broken pipe: reported, and the turn goes on.
             return DirectResult(False, f"Error: MCP server {server.name}: {one_line(e)}")
-        text = result_text(result)
+        text, images = result_parts(result)
         if result.is_error:
-            return DirectResult(False, text or "Error: the tool reported an error.")
-        return DirectResult(True, text)
+            return DirectResult(False, text or "Error: the tool reported an error.", images=images)
+        return DirectResult(True, text, images=images)
 
     # ---- internals -------------------------------------------------------------------------
 

@@ -1,10 +1,12 @@
-"""An MCP CallToolResult as the text a model gets back.
+"""An MCP CallToolResult as what a model gets back: text, plus the images it may see.
 
 Text blocks are the result; structured content (when no text came with it) becomes JSON,
 with any base64 payload in it replaced by a placeholder; an embedded text resource reaches the
-model (up to RESOURCE_CAP); images, audio and binary resources become a short placeholder
-naming their type and size, since a tool result is text for every provider kep speaks. Base64
-never reaches the model as text.
+model (up to RESOURCE_CAP). An image that passes core.tool_images' checks is kept as a
+ToolImage, with its placeholder in the text where it was (providers that take images in tool
+results send it; the others keep the placeholder); any other image, audio and binary
+resources become a placeholder naming their type, size and why. Base64 never reaches the
+model as text.
 """
 
 from __future__ import annotations
@@ -15,13 +17,35 @@ from typing import Any
 
 import mcp.types as types
 
+from tuiapp.core.messages import ToolImage, human_size
+from tuiapp.core.tool_images import ImageBudget, estimated_size
+
 RESOURCE_CAP = 16 * 1024  # characters of one embedded text resource
 STRUCTURED_CAP = 16 * 1024  # characters of structured content shown as JSON
 _BASE64 = re.compile(r"^[A-Za-z0-9+/\s]{512,}={0,2}$")
 
 
 def result_text(result: types.CallToolResult) -> str:
-    parts = [_block_text(block) for block in result.content]
+    return result_parts(result)[0]
+
+
+def result_parts(result: types.CallToolResult) -> tuple[str, tuple[ToolImage, ...]]:
+    """The result's text and the images that may be sent with it."""
+    budget = ImageBudget()
+    images: list[ToolImage] = []
+    parts: list[str] = []
+    for block in result.content:
+        if isinstance(block, types.ImageContent):
+            taken = budget.take(block.mime_type, block.data)
+            if isinstance(taken, ToolImage):
+                images.append(taken)
+                taken = taken.placeholder()
+            if taken:
+                parts.append(taken)
+        else:
+            parts.append(_block_text(block))
+    if note := budget.overflow_note():
+        parts.append(note)
     has_text = any(isinstance(b, types.TextContent) for b in result.content)
     if result.structured_content is not None and not has_text:
         # Servers are asked to mirror structured content in a text block; when one does, the
@@ -31,7 +55,7 @@ def result_text(result: types.CallToolResult) -> str:
             text = (text[:STRUCTURED_CAP]
                     + f"\n… [structured content cut at {STRUCTURED_CAP} characters]")
         parts.insert(0, text)
-    return "\n".join(parts)
+    return "\n".join(parts), tuple(images)
 
 
 def _no_base64(value: Any) -> Any:
@@ -42,15 +66,15 @@ def _no_base64(value: Any) -> Any:
     if isinstance(value, list):
         return [_no_base64(v) for v in value]
     if isinstance(value, str) and len(value) >= 512 and _BASE64.match(value):
-        return f"[base64 data, {human_size(_b64_size(value))}]"
+        return f"[base64 data, {human_size(estimated_size(value))}]"
     return value
 
 
 def _block_text(block: Any) -> str:
     if isinstance(block, types.TextContent):
         return block.text
-    if isinstance(block, types.ImageContent | types.AudioContent):
-        return f"[{block.type}: {block.mime_type}, {human_size(_b64_size(block.data))}]"
+    if isinstance(block, types.AudioContent):
+        return f"[{block.type}: {block.mime_type}, {human_size(estimated_size(block.data))}]"
     if isinstance(block, types.EmbeddedResource):
         res = block.resource
         if isinstance(res, types.TextResourceContents):
@@ -60,7 +84,7 @@ def _block_text(block: Any) -> str:
                 body = (body[:RESOURCE_CAP] + f"\n… [resource cut at {RESOURCE_CAP} of "
                         f"{len(res.text)} characters]")
             return f"[resource: {res.uri}{mime}]\n{body}"
-        size = _b64_size(res.blob)
+        size = estimated_size(res.blob)
         mime = f"{res.mime_type}, " if res.mime_type else ""
         return f"[resource: {res.uri}, {mime}{human_size(size)}]"
     if isinstance(block, types.ResourceLink):
@@ -71,16 +95,3 @@ def _block_text(block: Any) -> str:
             bits.append(human_size(block.size))
         return f"[resource link: {', '.join(bits)}]"
     return f"[{getattr(block, 'type', type(block).__name__)} content]"
-
-
-def _b64_size(data: str) -> int:
-    data = data.strip()
-    return max(0, len(data) * 3 // 4 - data[-2:].count("="))
-
-
-def human_size(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f} KiB"
-    return f"{n / 1024 / 1024:.1f} MiB"

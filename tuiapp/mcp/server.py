@@ -142,7 +142,11 @@ class KepMcpServer:
         finally:
             await progress.close()
         if fin.status == "ok":
-            return types.CallToolResult(content=[types.TextContent(type="text", text=fin.result)])
+            # Images a served tool returned (an MCP server of kep's own) pass on as images.
+            content: list[types.ContentBlock] = [types.TextContent(type="text", text=fin.result)]
+            content += [types.ImageContent(type="image", data=i.data, mime_type=i.media_type)
+                        for i in fin.images]
+            return types.CallToolResult(content=content)
         return _error(_with_stderr_tail(fin.result, "".join(stderr)))
 
     async def _remember_session(self, ctx: ServerRequestContext[Any],

@@ -24,8 +24,10 @@ from tuiapp.providers.wire import (
     SdkProvider,
     clean_history,
     image_note,
+    images_to_send,
     load_image,
     object_schema,
+    result_with_images,
 )
 from tuiapp.tools.model import ToolSpec
 
@@ -81,7 +83,9 @@ def to_messages(messages: Sequence[Message], origin: str = "") -> list[dict[str,
         else:
             out.append({"role": role, "content": blocks})
 
-    for m in clean_history(messages):
+    history = clean_history(messages)
+    keep = images_to_send(history)
+    for m in history:
         if m.role == "user":
             add("user", _user_blocks(m))
         elif m.role == "assistant":
@@ -90,12 +94,23 @@ def to_messages(messages: Sequence[Message], origin: str = "") -> list[dict[str,
             result = {
                 "type": "tool_result",
                 "tool_use_id": m.tool_call_id,
-                "content": m.content or "(no output)",
+                "content": _result_content(m, keep),
             }
             if m.is_error:
                 result["is_error"] = True
             add("user", [result])
     return out
+
+
+def _result_content(m: Message, keep: set[int]) -> str | list[dict[str, Any]]:
+    """A tool result: its text, then the images it returned (the text holds their
+    placeholders, which caption them)."""
+    text, images = result_with_images(m, keep)
+    if not images:
+        return text or "(no output)"
+    return [{"type": "text", "text": text or "(no output)"}, *(
+        {"type": "image", "source": {"type": "base64", "media_type": i.media_type,
+                                     "data": i.data}} for i in images)]
 
 
 def _user_blocks(m: Message) -> list[dict[str, Any]]:

@@ -228,6 +228,10 @@ def summarise_results(results: list[Message]) -> str:
         else:
             n = len(lines)
             head = f"**{m.name}** finished ok (exit 0): {size:,} bytes, {n:,} line{'s' * (n != 1)}."
+        if m.tool_images:  # kep's offline model reads no pixels, but says what came
+            k = len(m.tool_images)
+            kinds = ", ".join(sorted({i.media_type for i in m.tool_images}))
+            head += f" It returned {k} image{'s' * (k != 1)} ({kinds}), which I cannot look at."
         shown = "\n".join(lines[:FIRST_LINES]).replace("```", "ʼʼʼ")
         more = f"\n… {len(lines) - FIRST_LINES} more lines" if len(lines) > FIRST_LINES else ""
         parts.append(f"{head}\n\n```\n{shown}\n```{more}" if shown else f"{head} (no output)")

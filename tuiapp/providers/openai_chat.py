@@ -23,11 +23,16 @@ from tuiapp.providers.wire import (
     call_arguments_json,
     clean_history,
     object_schema,
+    text_only_result,
     text_then_images,
 )
 from tuiapp.tools.model import ToolSpec
 
 DEFAULT_URL = "https://api.openai.com/v1"
+# Chat Completions tool messages take text only. The image could be re-sent in a user message
+# after the results, but that puts words in the user's mouth, breaks the tool-result run some
+# servers require, and local servers mostly have no vision: the placeholder is the honest answer.
+NO_TOOL_IMAGES = "this provider takes no images in tool results"
 FINISH = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
@@ -62,7 +67,8 @@ def to_messages(messages: Sequence[Message], system: str | None,
                 msg.update(message_fields(m.reasoning.items))
             out.append(msg)
         elif m.role == "tool":
-            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id,
+                        "content": text_only_result(m, NO_TOOL_IMAGES)})
     return out
 
 

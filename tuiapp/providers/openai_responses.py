@@ -20,7 +20,9 @@ from tuiapp.providers.wire import (
     SdkProvider,
     call_arguments_json,
     clean_history,
+    images_to_send,
     object_schema,
+    result_with_images,
     text_then_images,
 )
 from tuiapp.tools.model import ToolSpec
@@ -61,7 +63,9 @@ def _replay(m: Message) -> list[dict[str, Any]]:
 
 def to_input(messages: Sequence[Message], origin: str = "") -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
-    for m in clean_history(messages):
+    history = clean_history(messages)
+    keep = images_to_send(history)
+    for m in history:
         if m.role == "user":
             items.append({"role": "user", "content": _user_content(m)})
         elif m.role == "system":
@@ -75,9 +79,20 @@ def to_input(messages: Sequence[Message], origin: str = "") -> list[dict[str, An
             items += [_call_item(c) for c in m.tool_calls]
         elif m.role == "tool":
             items.append(
-                {"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content}
+                {"type": "function_call_output", "call_id": m.tool_call_id,
+                 "output": _output(m, keep)}
             )
     return items
+
+
+def _output(m: Message, keep: set[int]) -> str | list[dict[str, Any]]:
+    """A tool result: its text, or with images a list of `input_text` then `input_image`."""
+    text, images = result_with_images(m, keep)
+    if not images:
+        return text
+    return [{"type": "input_text", "text": text or "(no output)"}, *(
+        {"type": "input_image", "detail": "auto",
+         "image_url": f"data:{i.media_type};base64,{i.data}"} for i in images)]
 
 
 def _user_content(m: Message) -> str | list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tuiapp.config_types import ProviderConfig
-from tuiapp.core.messages import Message
+from tuiapp.core.messages import Message, ToolImage
 from tuiapp.providers.base import Provider, ProviderFailure, mask_secret
 
 # Local servers (ollama, llama.cpp, vLLM…) ignore the key, but the SDKs insist on one.
@@ -24,6 +24,10 @@ READ_TIMEOUT = 300.0
 # In-stream error types (200 response, error event) worth a retry if nothing was shown yet.
 RETRYABLE_KINDS = {"overloaded_error", "api_error", "rate_limit_error", "server_error"}
 IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
+# Tool images one request carries (Anthropic takes at most 32 MB a request, 100 images).
+HISTORY_IMAGES = 20
+HISTORY_IMAGE_B64 = 20 * 1024 * 1024
+HISTORY_NOTE = "only the conversation's newest images are sent again"
 
 
 def api_key_for(config: ProviderConfig) -> str:
@@ -227,6 +231,40 @@ def text_then_images(m: Message, text_part: Callable[[str], dict[str, Any]],
         image = load_image(path)
         parts.append(text_part(image_note(path)) if image is None else image_part(*image))
     return parts
+
+
+def text_only_result(m: Message, why: str) -> str:
+    """A tool result for an API that takes text only: each image's placeholder says it was
+    not sent, and why."""
+    return result_with_images(m, set(), why)[0]
+
+
+def result_with_images(m: Message, keep: set[int], why: str = HISTORY_NOTE
+                       ) -> tuple[str, list[ToolImage]]:
+    """A tool result's text and the images to send with it: those in `keep` (ids, from
+    images_to_send); the placeholder of each other one says why it was not sent."""
+    text, sent = m.content, []
+    for image in m.tool_images:
+        if id(image) in keep:
+            sent.append(image)
+        else:
+            text = text.replace(image.placeholder(), image.placeholder(why), 1)
+    return text, sent
+
+
+def images_to_send(messages: Sequence[Message]) -> set[int]:
+    """The tool images a request carries: the newest, up to HISTORY_IMAGES and
+    HISTORY_IMAGE_B64 (every request resends the whole history, and the APIs cap a request's
+    size and image count); older ones are named by their placeholder."""
+    keep: set[int] = set()
+    total = 0
+    for m in reversed(messages):
+        for image in reversed(m.tool_images):
+            if len(keep) >= HISTORY_IMAGES or total + len(image.data) > HISTORY_IMAGE_B64:
+                return keep
+            keep.add(id(image))
+            total += len(image.data)
+    return keep
 
 
 def object_schema(parameters: dict[str, Any]) -> dict[str, Any]:

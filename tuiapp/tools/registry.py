@@ -122,8 +122,10 @@ class Registry:
 
     def tools_for(self, agent: str | None) -> dict[str, ToolSpec]:
         """The tools a session sees: every tool that belongs to no agent, plus the active
-        agent's own (which win over a shared tool of the same name)."""
-        out = {n: s for n, s in self._tools.items() if not s.run.get("agent")}
+        agent's own (which win over a shared tool of the same name). A tool marked
+        `agents_only` (a Loki tool its enabled_tools leaves out) is offered to agents only."""
+        out = {n: s for n, s in self._tools.items()
+               if not s.run.get("agent") and (agent or not s.run.get("agents_only"))}
         if agent:
             out.update({n: s for (a, n), s in self._agent_tools.items() if a == agent})
         return out

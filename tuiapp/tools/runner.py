@@ -12,6 +12,7 @@ prefers it when present and still handles events, capping, spooling, timeout and
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import os
 import re
@@ -31,7 +32,7 @@ from tuiapp.core.events import (
     ToolOutput,
     ToolStatus,
 )
-from tuiapp.core.messages import ToolCall
+from tuiapp.core.messages import ToolCall, ToolImage
 from tuiapp.tools.call_output import (
     STDERR_MARK as STDERR_MARK,  # re-exported: the output viewer reads spool files with it
 )
@@ -59,6 +60,7 @@ class DirectResult:
     ok: bool
     text: str
     exit_code: int | None = None
+    images: tuple[ToolImage, ...] = ()  # their placeholders are in `text`
 
 
 @runtime_checkable
@@ -180,6 +182,7 @@ class Runner:
         )
         flight = InFlight(spec, call, ctx, sink, timeout, spool_path)
         self._running[call.id] = flight
+        images: tuple[ToolImage, ...] = ()
         try:
             if fmt is None:
                 status, code, text = (
@@ -188,7 +191,7 @@ class Runner:
                     f"Error: kep cannot run tools of format {spec.format!r}.",
                 )
             elif isinstance(fmt, DirectFormat):
-                status, code, text = await self._direct(fmt, flight)
+                status, code, text, images = await self._direct(fmt, flight)
             else:
                 status, code, text = await run_process(
                     fmt, flight, config=self.config, added_env=self.env
@@ -211,7 +214,7 @@ class Runner:
                 with contextlib.suppress(Exception):
                     await k
         sink.close()
-        return self._finish(emit, flight, status, code, started, text)
+        return self._finish(emit, flight, status, code, started, text, images)
 
     @staticmethod
     def _never_started(spec: ToolSpec, call: ToolCall, why: str) -> ToolFinished:
@@ -225,6 +228,7 @@ class Runner:
         code: int | None,
         started: float,
         text: str,
+        images: tuple[ToolImage, ...] = (),
     ) -> RunOutcome:
         spec, call, sink, spool_path = flight.spec, flight.call, flight.sink, flight.spool_path
         duration = int((time.monotonic() - started) * 1000)
@@ -232,13 +236,15 @@ class Runner:
         truncated = sink.stdout.truncated
         # The streams are redacted already; this covers $LLM_OUTPUT, MCP results, errors.
         text = sink.secrets.redact(text)
+        text, images = _withhold_secret_images(text, images, sink.secrets)
         if len(text.encode("utf-8", errors="replace")) > cap + 1024:  # e.g. a huge $LLM_OUTPUT
             text, truncated = cap_text(text, cap, spool_path), True
         exit_part = f", exit code {code}" if code is not None else ""  # cancelled: no exit
         footer = f"[kep: {status.replace('_', ' ')}{exit_part}, {duration} ms]"
         sink.spool.close(footer)
         spool = str(spool_path) if sink.spool.f is not None else ""
-        fin = ToolFinished(call.id, spec.name, status, code, duration, text, truncated, spool)
+        fin = ToolFinished(call.id, spec.name, status, code, duration, text, truncated, spool,
+                           images)
         emit(fin)
         return RunOutcome(
             fin,
@@ -249,7 +255,7 @@ class Runner:
 
     async def _direct(
         self, fmt: DirectFormat, flight: InFlight
-    ) -> tuple[ToolStatus, int | None, str]:
+    ) -> tuple[ToolStatus, int | None, str, tuple[ToolImage, ...]]:
         spec, timeout = flight.spec, flight.timeout
         task = asyncio.ensure_future(
             fmt.execute(spec, flight.call.arguments, flight.ctx, flight.sink.add_text)
@@ -263,6 +269,7 @@ class Runner:
                 "timed_out",
                 None,
                 f"Error: {spec.name} timed out after {timeout:g} s and was stopped.",
+                (),
             )
         except asyncio.CancelledError:
             if flight.cancelled and task.cancelled():
@@ -270,19 +277,37 @@ class Runner:
                     "cancelled",
                     None,
                     f"{spec.name} was cancelled by the user before it finished.",
+                    (),
                 )
             task.cancel()
             raise
         except Exception as e:
-            return "failed", None, f"Error: {spec.name} failed: {type(e).__name__}: {e}"
+            return "failed", None, f"Error: {spec.name} failed: {type(e).__name__}: {e}", ()
         if res.ok:
             return (
                 "ok",
                 res.exit_code if res.exit_code is not None else 0,
                 res.text or "(no output)",
+                res.images,
             )
         return (
             "failed",
             res.exit_code,
             res.text if res.text.startswith("Error") else f"Error: {res.text}",
+            res.images,
         )
+
+
+def _withhold_secret_images(text: str, images: tuple[ToolImage, ...], found: secrets.Secrets
+                            ) -> tuple[str, tuple[ToolImage, ...]]:
+    """Images are never redacted in place (replacing bytes would only corrupt them, and base64
+    hides a value at any of three alignments): an image whose decoded bytes hold a secret
+    value (a PNG text chunk, say) is not sent, and its placeholder says so."""
+    kept = []
+    for image in images:
+        if found.contains_bytes(base64.b64decode(image.data)):
+            text = text.replace(image.placeholder(),
+                                image.placeholder("it contains a secret value"), 1)
+        else:
+            kept.append(image)
+    return text, tuple(kept)

@@ -137,7 +137,8 @@ class LokiFormat(ToolFormat):
 
     def cache_salt(self, path: Path, ctx: FormatContext) -> str:
         tools = ctx.config.tools
-        files = dotenv_files(path)
+        # config.yaml: its enabled_tools / mapping_tools say whether a tool is offered.
+        files = [*dotenv_files(path), path.parent.parent.parent / "config.yaml"]
         if path.parent.parent.name == "agents":
             files = [path.parent.parent.parent / ".env", path.parent / "config.yaml"]
         return runtimes.env_salt(ctx, files) + f"|{tools.python}|{tools.ts_runtime}"
@@ -182,6 +183,11 @@ class LokiFormat(ToolFormat):
         problem = schema_error(parameters)
         if problem:
             raise ToolLoadError(problem)
+        from tuiapp.tools.formats import loki_tool_choice
+
+        on = loki_tool_choice.enabled(path.parent.parent.parent)  # tools/ → functions/ → config
+        if on is not None and name not in on:
+            run["agents_only"] = True  # not in enabled_tools: an agent's global_tools may use it
         return [ToolSpec(name, description, parameters, self.name, str(path), run=run)]
 
     def _agent(self, path: Path, text: str, ctx: FormatContext) -> list[ToolSpec]:

@@ -252,6 +252,8 @@ class ToolPanes(Widget):
             s.status, s.exit_code, s.duration_ms = event.status, event.exit_code, event.duration_ms
             s.truncated = event.truncated
             s.spool_path = event.spool_path or s.spool_path
+            for image in event.images:  # not in any stream: the pane names what was sent
+                pane.output.write(image.placeholder() + "\n", "stdout")
             pane.refresh_status()
             return True
         return False

@@ -1,0 +1,81 @@
+"""MCP in the TUI (issue 15): an MCP tool's image shows as its placeholder line in the chat
+and the tool pane, never base64, and stays with the tool message the model is sent; a
+server's resources and prompts show in the functions panel."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+from tui_helpers import app_for, make_project, send, tool_messages, until, wait_idle
+
+FAKE = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
+LONG_BASE64 = re.compile(r"[A-Za-z0-9+/]{200,}")
+
+
+def screen(pilot: Pilot[Any]) -> str:
+    return "\n".join(s.text for s in pilot.app.screen._compositor.render_strips())
+
+
+async def test_an_mcp_image_shows_as_its_placeholder(tmp_path: Path) -> None:
+    proj = make_project(tmp_path / "proj")
+    (proj / "kep.toml").write_text(
+        "[tools]\nbuiltins = false\n\n[mcp.servers.fs]\n"
+        f'command = "{sys.executable}"\nargs = ["{FAKE}"]\n\n'
+        '[[approval.rules]]\ntool = "fs_.*"\naction = "allow"\n')
+    app = app_for(proj)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: "fs_read_media_file" in app.ws.registry.tools, timeout=30,
+                    what="the MCP server's tools")
+        await send(pilot, 'fs_read_media_file {"path": "pic.png"}')
+        await wait_idle(pilot)
+        [tool] = tool_messages(app)
+        assert [i.media_type for i in tool.tool_images] == ["image/png"]
+        from tuiapp.ui.widgets.tool_panes import ToolPanes
+
+        panes = app.query_one(ToolPanes)
+        pane = next(iter(panes._panes.values()))
+        shown = "\n".join([screen(pilot), *pane.output.lines()])
+        assert "[image: image/png, 2.0 KiB]" in pane.output.lines()
+        assert "returned 1 image (image/png)" in shown
+        assert not LONG_BASE64.search(shown)
+        for widget in app.query("Static"):
+            assert not LONG_BASE64.search(str(widget.render()))
+
+
+async def test_an_mcp_servers_resources_and_prompts_show_in_the_functions_panel(
+        tmp_path: Path) -> None:
+    """Issue 15: resources/list and prompts/list of a configured server are visible in the
+    functions panel, and its prompt is offered to start a session (a real server, over the
+    legacy HTTP+SSE transport)."""
+    import json
+    import subprocess
+
+    from textual.widgets import Static
+
+    from tuiapp.core.session_start import choices
+
+    fake = Path(__file__).resolve().parents[1] / "fakes" / "mcp_http_server.py"
+    proc = subprocess.Popen([sys.executable, str(fake), "--transport", "sse"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert line.startswith("PORT "), line
+        proj = make_project(tmp_path / "proj")
+        (proj / "mcp.json").write_text(json.dumps({"mcpServers": {"docs": {
+            "url": f"http://127.0.0.1:{line.split()[1]}/sse", "type": "sse"}}}))
+        app = app_for(proj)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("ctrl+f")
+            servers = app.query_one(".functions-panel--servers", Static)
+            await until(pilot, lambda: "docs ready" in str(servers.render()), timeout=30,
+                        what="the server in the functions panel")
+            text = " ".join(str(servers.render()).split())
+            assert "2 resources (readme, schema)" in text and "1 prompt (review)" in text
+            assert "mcp:docs/review" in {c.name for c in choices(app.ws)}
+    finally:
+        proc.kill()
+        proc.wait(10)
