@@ -49,7 +49,9 @@ BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
     p.name: p
     for p in (
         ProviderConfig("offline", "offline"),
-        ProviderConfig("openai", "responses", None, "OPENAI_API_KEY", default_model="gpt-6.1-terra"),
+        ProviderConfig(
+            "openai", "responses", None, "OPENAI_API_KEY", default_model="gpt-6.1-terra"
+        ),
         ProviderConfig(
             "anthropic", "anthropic", None, "ANTHROPIC_API_KEY", default_model="claude-sonnet-5-5"
         ),
