@@ -10,14 +10,12 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuiapp import paths
 from tuiapp.commands._common import load_config, note_untrusted
-from tuiapp.core.display import printable, printable_line
 from tuiapp.tools.model import BrokenTool, ToolSpec
 
 if TYPE_CHECKING:
@@ -107,6 +105,10 @@ def show_source(source: str, root: Path) -> str:
 
 
 def print_table(entries: list[ToolSpec | BrokenTool], root: Path) -> None:
+    import shutil  # here, not at the top: `--json` needs neither (nor bz2, lzma, unicodedata)
+
+    from tuiapp.core.display import printable, printable_line
+
     if not entries:
         print(f"No tools found. Add executables to {root / 'prompts' / 'functions'} "
               "(or run `kep init` to copy the built-ins there).")
