@@ -80,6 +80,7 @@ def _is_live(chunk: ReplyMarkdown) -> bool:
 
 VIRTUALIZE_AFTER = 0.1  # seconds after a scroll, resize or drawn text
 HISTORY_TAIL = 24  # messages drawn when a session is resumed (a few screens)
+HISTORY_FIRST = 8  # of those, drawn before the first frame (a screenful); the rest right after
 HISTORY_PAGE = 200  # drawn per request for earlier ones
 PREFETCH_AFTER = 1.0  # seconds of stillness before chunks near the view are drawn
 WARM_UP_AFTER = 0.5  # seconds after start: the first frame and the tool listing come first
@@ -291,16 +292,31 @@ class Transcript(VerticalScroll):
                            records: dict[int, list[ToolCallRecord | None]] | None = None) -> None:
         """Draw a resumed session: messages as they were, each call as it ended. Only the
         newest HISTORY_TAIL messages at first (a 10,000-message session must open at once);
-        a line on top draws earlier ones, a page at a time."""
+        a line on top draws earlier ones, a page at a time. Of the tail, only the newest
+        HISTORY_FIRST are drawn before the first frame: each drawn reply costs layout and style
+        time that the newest screen would otherwise wait for."""
         self._history = (messages, records or {}, {m.tool_call_id: m for m in messages
                                                    if m.role == "tool"})
         start = _page_start(messages, len(messages) - HISTORY_TAIL)
-        widgets = self._history_widgets(start, len(messages))
+        first = max(start, _page_start(messages, len(messages) - HISTORY_FIRST))
+        widgets = self._history_widgets(first, len(messages))
+        if not widgets:  # nothing to draw above
+            first = start
+            widgets = self._history_widgets(start, len(messages))
+        newest = widgets[0] if widgets else None
         if start:
             widgets.insert(0, EarlierMessages(start))
         if widgets:
             await self.mount_all(widgets)
         self.anchor()
+        if newest is not None and start < first:
+            self.call_after_refresh(self._draw_before, newest, start, first)
+
+    async def _draw_before(self, widget: Widget, start: int, end: int) -> None:
+        """Messages start..end drawn just above `widget` (once the first frame is out), unless
+        the transcript was cleared meanwhile."""
+        if widget.parent is self:
+            await self.mount_all(self._history_widgets(start, end), before=widget)
 
     def _history_widgets(self, start: int, end: int) -> list[Widget]:
         messages, records, results = self._history
