@@ -231,6 +231,45 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# `kep functions [--json] [--project DIR] [--trust]` is what editors and scripts run again and
+# again: its namespace is read here without argparse, whose import and parser cost about as
+# much as a warm listing. Anything else (an abbreviation, another flag) goes to argparse.
+# Tests check that both read every such argv the same.
+_TOP_DEFAULTS: dict[str, object] = {
+    "project": None, "trust": False, "model": None, "continue_": False, "session": None,
+    "fork": False, "prompt": None, "agent": None, "set_vars": []}
+_FUNCTIONS_DEFAULTS = {"json": False, "watch": False, "light_schema": False, "check": False,
+                       "strict": False}
+
+
+def quick_parse(argv: list[str]) -> argparse.Namespace | None:
+    values: dict[str, object] = {**_TOP_DEFAULTS, "set_vars": []}
+    command = False
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "functions" and not command:
+            command = True
+            values.update(command="functions", **_FUNCTIONS_DEFAULTS)
+        elif arg == "--json" and command:
+            values["json"] = True
+        elif arg == "--trust":
+            values["trust"] = True
+        elif arg.startswith("--project="):
+            values["project"] = arg.partition("=")[2]
+        elif arg == "--project" and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+            i += 1
+            values["project"] = argv[i]
+        else:
+            return None
+        i += 1
+    if not command:
+        return None
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**values)  # type: ignore[return-value]
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     """argv parsed by a parser holding only the subcommands named in it; anything that parser
     rejects (or a request for help, which lists every subcommand) goes to the whole one."""
@@ -246,7 +285,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if (sys.argv[1:] if argv is None else list(argv)) == ["--version"]:
         print(f"kep {__version__}")  # without building the parser: the quickest answer
         return EXIT_OK
-    args = parse(sys.argv[1:] if argv is None else list(argv))
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = quick_parse(words) or parse(words)
     command = args.command or "tui"
     if command in TOOL_RUNNING:
         from tuiapp.tools import lifetime

@@ -74,3 +74,44 @@ def test_help_lists_every_subcommand(argv: list[str], capsys: pytest.CaptureFixt
     assert e.value.code == 0 and out
     if argv == ["-h"]:
         assert all(name in out for name in cli.COMMANDS)
+
+
+QUICK = [
+    ["functions"],
+    ["functions", "--json"],
+    ["functions", "--json", "--project="],
+    ["functions", "--json", "--project", "/tmp/p q"],
+    ["--project", "/tmp/a", "functions", "--json"],
+    ["--project", "/tmp/a", "functions", "--project", "/tmp/b"],  # the last one wins
+    ["--project=/tmp/a", "functions", "--json", "--project=/tmp/b"],
+    ["functions", "--project", "functions"],
+    ["--project", "functions", "functions"],
+    ["--trust", "functions", "--json", "--trust"],
+    ["functions", "--project", "dir\twith\ttabs\nand a newline"],
+]
+NOT_QUICK = [
+    ["functions", "--js"],  # an abbreviation argparse accepts
+    ["--json", "functions"],  # an error
+    ["functions", "--watch"],
+    ["functions", "--json", "extra"],
+    ["functions", "--project"],
+    ["functions", "--project", "-x"],
+    ["functions", "functions"],
+    ["run", "functions"],
+    ["--model", "functions"],
+    ["--project", ""],
+    ["functions", "-h"],
+    [],
+]
+
+
+@pytest.mark.parametrize("argv", QUICK, ids=repr)
+def test_the_quick_functions_parse_equals_argparse(argv: list[str]) -> None:
+    quick = cli.quick_parse(argv)
+    assert quick is not None
+    assert vars(quick) == vars(whole(argv))
+
+
+@pytest.mark.parametrize("argv", NOT_QUICK, ids=repr)
+def test_anything_else_goes_to_argparse(argv: list[str]) -> None:
+    assert cli.quick_parse(argv) is None

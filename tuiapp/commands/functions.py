@@ -6,7 +6,6 @@ no tool process, no event loop, no heavy import (no asyncio, jsonschema, textual
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -19,6 +18,8 @@ from tuiapp.commands._common import load_config, note_untrusted
 from tuiapp.tools.model import BrokenTool, ToolSpec
 
 if TYPE_CHECKING:
+    import argparse
+
     from tuiapp.workspace import Workspace
 
 
@@ -69,7 +70,8 @@ def json_listing(entries: list[ToolSpec | BrokenTool]) -> str:
     pure Python, ten times slower than dumps() per entry with 1,000 tools."""
     if not entries:
         return "[]\n"
-    items = ",\n".join("  " + json.dumps(e.to_json(), ensure_ascii=False) for e in entries)
+    encode = json.JSONEncoder(ensure_ascii=False).encode  # one encoder, not one per entry
+    items = ",\n".join("  " + encode(e.to_json()) for e in entries)
     return f"[\n{items}\n]\n"
 
 

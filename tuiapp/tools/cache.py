@@ -25,11 +25,7 @@ CACHE_VERSION = f"1/{__version__}"
 Key = tuple[int, int, int, str]
 
 
-def file_key(path: Path, salt: str = "") -> Key | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
+def stat_key(st: os.stat_result, salt: str = "") -> Key:
     return (st.st_size, st.st_mtime_ns, st.st_mode, salt)
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from tuiapp import paths, trust
 from tuiapp.config_types import Config
 from tuiapp.core import secrets
-from tuiapp.tools.cache import DeclarationCache, Key, file_key, key_matches
+from tuiapp.tools.cache import DeclarationCache, Key, key_matches, stat_key
 from tuiapp.tools.formats.base import FormatContext, Lister, ToolFormat, ToolLoadError
 from tuiapp.tools.model import BrokenTool, ToolSpec
 
@@ -227,10 +227,8 @@ class Registry:
                 roots_seen.append((fmt, root))
                 root_s = str(root)
                 disk: dict[str, dict[str, Any]] | None = None
-                for path in fmt.candidates(root):
-                    key = file_key(path, fmt.cache_salt(path, ctx))
-                    if key is None:
-                        continue
+                for path, st in fmt.stat_candidates(root):
+                    key = stat_key(st, fmt.cache_salt(path, ctx))
                     state = _File(path, fmt, (int(builtin), fi, ri), root, key)
                     p = str(path)
                     files[(fmt.name, p)] = state
