@@ -286,7 +286,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kep {__version__}")  # without building the parser: the quickest answer
         return EXIT_OK
     words = sys.argv[1:] if argv is None else list(argv)
-    args = quick_parse(words) or parse(words)
+    args = quick_parse(words)
+    if args is not None and args.json and not args.trust:
+        from tuiapp.tools.listing_snapshot import lookup
+
+        saved = lookup(args.project)  # the last listing, when nothing it came from changed
+        if saved is not None:
+            try:
+                sys.stdout.flush()
+                sys.stdout.buffer.write(saved)
+                sys.stdout.buffer.flush()
+            except BrokenPipeError:
+                sys.stderr.close()
+            return EXIT_OK
+    args = args or parse(words)
     command = args.command or "tui"
     if command in TOOL_RUNNING:
         from tuiapp.tools import lifetime

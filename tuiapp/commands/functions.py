@@ -20,6 +20,7 @@ from tuiapp.tools.model import BrokenTool, ToolSpec
 if TYPE_CHECKING:
     import argparse
 
+    from tuiapp.tools.listing_snapshot import Recorder
     from tuiapp.workspace import Workspace
 
 
@@ -30,13 +31,39 @@ def main(args: argparse.Namespace) -> int:
 
         lifetime.arm()  # before anything is spawned: nothing it starts outlives kep
         return watch(args)
+    snapshot = _recorder(args)
+    try:
+        return _list(args, snapshot)
+    finally:
+        if snapshot is not None:
+            snapshot.close()
+
+
+def _recorder(args: argparse.Namespace) -> Recorder | None:
+    """The listing snapshot's witness, for the form the next `kep functions --json` may be
+    answered from (see tools.listing_snapshot)."""
+    if not args.json or any(getattr(args, flag, False) for flag in (
+            "trust", "check", "light_schema", "watch")):
+        return None
+    from tuiapp.commands._common import project_root
+    from tuiapp.tools.listing_snapshot import Recorder
+    from tuiapp.trust import STATE_FILE
+
+    user_files = [str(paths.user_config_file()), str(paths.state_dir() / STATE_FILE)]
+    return Recorder(getattr(args, "project", None), str(project_root(args)), user_files)
+
+
+def _list(args: argparse.Namespace, snapshot: Recorder | None) -> int:
     cfg = load_config(args)
     note_untrusted(cfg)
     from tuiapp.workspace import Workspace
 
     ws = Workspace(cfg)
+    if snapshot is not None:
+        snapshot.add_roots(str(r) for r in ws.registry.watch_roots())
     # Nothing changed and no MCP server to ask: answered from the cache, no process started.
-    if ws.has_mcp_servers() or not ws.registry.refresh_from_cache():
+    cached = not ws.has_mcp_servers() and ws.registry.refresh_from_cache()
+    if not cached:
         import asyncio
 
         from tuiapp.tools import lifetime
@@ -59,7 +86,10 @@ def main(args: argparse.Namespace) -> int:
 
         return run_check(registry, entries, as_json=args.json, strict=args.strict)
     if args.json:
-        sys.stdout.write(json_listing(entries))
+        text = json_listing(entries)
+        sys.stdout.write(text)
+        if snapshot is not None and cached and registry.keys_are_files_alone():
+            snapshot.save(text)
         return 0
     print_table(entries, cfg.project_root)
     return 0

@@ -146,7 +146,7 @@ class Registry:
         return FormatContext(self.config.project_root, self.config, lister, env)
 
     def watch_roots(self) -> list[Path]:
-        ctx = self.context()
+        ctx = self.context(_no_lister)  # listing roots runs nothing (and needs no asyncio)
         roots: list[Path] = []
         for fmt in self.formats:
             roots.extend(r for r in fmt.roots(ctx) if r not in roots)
@@ -180,6 +180,11 @@ class Registry:
         self._save_disk(roots_seen)  # removed files leave the cache
         self._resolve()
         return True
+
+    def keys_are_files_alone(self) -> bool:
+        """No tool file's cache key holds anything but the file's own stat (no salt: nothing
+        from interpreters, .env files or other files went into a declaration)."""
+        return all(not f.key[3] for f in self._files.values())
 
     async def refresh(self, paths: Iterable[Path] | None = None) -> RegistryChanged:
         """Rescan. `paths`: files known to have changed; they are declared again even if
