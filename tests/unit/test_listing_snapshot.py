@@ -221,3 +221,15 @@ def test_hostile_paths_and_many_snapshots(tmp_path: Path) -> None:
     assert len(kept) == 64 and f"{0:016x}.bin" not in kept
     tool(root / "prompts" / "functions" / "beta", "beta")
     assert kep(root).names() == ["alpha", "beta"]
+
+
+def test_a_configured_source_made_later_is_listed(project: Path) -> None:
+    (project / "kep.toml").write_text('[tools]\nbuiltins = false\n[[tools.sources]]\n'
+                                      'format = "llm-functions"\npath = "later"\n')
+    tool(project / "prompts" / "functions" / "alpha", "alpha")
+    for _ in range(3):
+        assert kep(project).names() == ["alpha"]
+    (project / "later" / "tools").mkdir(parents=True)  # a source that did not exist
+    (project / "later" / "tools" / "hello.sh").write_text(
+        "#!/usr/bin/env bash\n# @describe Say hello\nmain() { echo hi >> \"$LLM_OUTPUT\"; }\n")
+    assert kep(project).names() == ["alpha", "hello"]

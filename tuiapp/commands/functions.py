@@ -88,7 +88,10 @@ def _list(args: argparse.Namespace, snapshot: Recorder | None) -> int:
     if args.json:
         text = json_listing(entries)
         sys.stdout.write(text)
-        if snapshot is not None and cached and registry.keys_are_files_alone():
+        # Configured sources: whether one is a root can depend on paths that are no root
+        # (a dir that does not exist yet), which no witness covers.
+        if (snapshot is not None and cached and not cfg.tools.sources
+                and registry.keys_are_files_alone()):
             snapshot.save(text)
         return 0
     print_table(entries, cfg.project_root)
