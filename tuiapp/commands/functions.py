@@ -50,7 +50,10 @@ def _recorder(args: argparse.Namespace) -> Recorder | None:
     from tuiapp.trust import STATE_FILE
 
     user_files = [str(paths.user_config_file()), str(paths.state_dir() / STATE_FILE)]
-    return Recorder(getattr(args, "project", None), str(project_root(args)), user_files)
+    try:
+        return Recorder(getattr(args, "project", None), str(project_root(args)), user_files)
+    except OSError:  # no working directory (removed under us): list without a snapshot
+        return None
 
 
 def _list(args: argparse.Namespace, snapshot: Recorder | None) -> int:
