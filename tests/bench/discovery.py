@@ -178,9 +178,12 @@ def main() -> int:
             HOME=str(tmp / "home"),
             KEP_CONFIG_DIR=str(tmp / "kep-config"),
             KEP_DATA_DIR=str(tmp / "kep-data"),
+            KEP_STATE_DIR=str(tmp / "kep-state"),
             PYTHONPYCACHEPREFIX=str(tmp / "pycache"),
         )
         (tmp / "home").mkdir()
+        # The projects are the user's own: trusted (else kep would list only its built-ins).
+        subprocess.run([*KEP, "trust", str(tmp)], env=env, capture_output=True, check=True)
         runs = 0
 
         def kep(project: Path, cache: str | None = None, **extra: str) -> Sample:
