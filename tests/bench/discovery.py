@@ -14,7 +14,8 @@ Timed, each a whole process, kep and keprompt alternating (medians):
   keprompt   `keprompt functions get --json` in the project (it lists every tool, one after
              the other, on every command, even `--version`)
   kep cold   `kep functions --json` with an empty declaration cache
-  kep warm   the same with the cache filled (unchanged tree: no tool process at all)
+  kep warm   the same with the cache filled (unchanged tree: no tool process; from the
+             second warm run on, answered from the last listing's snapshot)
 Then: kep's own CPU per tool beyond spawning it (kep's process alone, cold 200 tools minus an
 empty project, over 200); the fork server (100 python tools, cold, with and without it, minus
 an empty project); scale (1,000 tools cold and warm); `kep --version`.
