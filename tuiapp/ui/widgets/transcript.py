@@ -30,10 +30,11 @@ from tuiapp.core.events import (
     ToolFinished,
     TurnEnded,
 )
-from tuiapp.core.messages import Message, ToolCall
+from tuiapp.core.messages import Message
 from tuiapp.core.store import ToolCallRecord
 from tuiapp.ui.widgets.call_batch import SHOWN, CallBatchLine
-from tuiapp.ui.widgets.tool_block import ToolCallBlock, first_line
+from tuiapp.ui.widgets.history_blocks import page_start, restored_block
+from tuiapp.ui.widgets.tool_block import ToolCallBlock
 
 if TYPE_CHECKING:
     from tuiapp.ui.widgets.reply import AssistantReply, ReplyMarkdown
@@ -80,7 +81,7 @@ def _is_live(chunk: ReplyMarkdown) -> bool:
 
 VIRTUALIZE_AFTER = 0.1  # seconds after a scroll, resize or drawn text
 HISTORY_TAIL = 24  # messages drawn when a session is resumed (a few screens)
-HISTORY_FIRST = 8  # of those, drawn before the first frame (a screenful); the rest right after
+HISTORY_FIRST = 8  # of those, drawn before the first frame (each reply costs layout time)
 HISTORY_PAGE = 200  # drawn per request for earlier ones
 PREFETCH_AFTER = 1.0  # seconds of stillness before chunks near the view are drawn
 WARM_UP_AFTER = 0.5  # seconds after start: the first frame and the tool listing come first
@@ -292,30 +293,23 @@ class Transcript(VerticalScroll):
                            records: dict[int, list[ToolCallRecord | None]] | None = None) -> None:
         """Draw a resumed session: messages as they were, each call as it ended. Only the
         newest HISTORY_TAIL messages at first (a 10,000-message session must open at once);
-        a line on top draws earlier ones, a page at a time. Of the tail, only the newest
-        HISTORY_FIRST are drawn before the first frame: each drawn reply costs layout and style
-        time that the newest screen would otherwise wait for."""
+        a line on top draws earlier ones, a page at a time. The newest HISTORY_FIRST first."""
         self._history = (messages, records or {}, {m.tool_call_id: m for m in messages
                                                    if m.role == "tool"})
-        start = _page_start(messages, len(messages) - HISTORY_TAIL)
-        first = max(start, _page_start(messages, len(messages) - HISTORY_FIRST))
-        widgets = self._history_widgets(first, len(messages))
-        if not widgets:  # nothing to draw above
-            first = start
-            widgets = self._history_widgets(start, len(messages))
-        newest = widgets[0] if widgets else None
+        start = page_start(messages, len(messages) - HISTORY_TAIL)
+        first = max(start, page_start(messages, len(messages) - HISTORY_FIRST))
+        tail = self._history_widgets(first, len(messages))
+        widgets = list(tail) if tail else self._history_widgets(start, first)
         if start:
             widgets.insert(0, EarlierMessages(start))
         if widgets:
             await self.mount_all(widgets)
         self.anchor()
-        if newest is not None and start < first:
-            self.call_after_refresh(self._draw_before, newest, start, first)
+        if tail and start < first:  # the rest of the tail: once the newest screen is out
+            self.call_after_refresh(self._draw_before, tail[0], start, first)
 
     async def _draw_before(self, widget: Widget, start: int, end: int) -> None:
-        """Messages start..end drawn just above `widget` (once the first frame is out), unless
-        the transcript was cleared meanwhile."""
-        if widget.parent is self:
+        if widget.parent is self:  # (not after a session switch)
             await self.mount_all(self._history_widgets(start, end), before=widget)
 
     def _history_widgets(self, start: int, end: int) -> list[Widget]:
@@ -334,13 +328,13 @@ class Transcript(VerticalScroll):
                 recs = records.get(i, [])
                 for j, call in enumerate(m.tool_calls):
                     rec = recs[j] if j < len(recs) else None
-                    widgets.append(_restored_block(call, rec, results.get(call.id)))
+                    widgets.append(restored_block(call, rec, results.get(call.id)))
         return widgets
 
     async def show_earlier(self, marker: EarlierMessages) -> None:
         """Draw the page of messages before `marker.count`, just below the marker."""
         end = marker.count
-        start = _page_start(self._history[0], end - HISTORY_PAGE)
+        start = page_start(self._history[0], end - HISTORY_PAGE)
         widgets = self._history_widgets(start, end)
         if widgets:
             await self.mount_all(widgets, after=marker)
@@ -353,15 +347,6 @@ class Transcript(VerticalScroll):
         self._reply = None
         self._blocks.clear()
         await self.remove_children()
-
-
-def _page_start(messages: Sequence[Message], start: int) -> int:
-    """`start` clamped to the history, moved back so a page never begins with tool results
-    whose call is on the page before."""
-    start = max(0, start)
-    while start > 0 and messages[start].role == "tool":
-        start -= 1
-    return start
 
 
 class EarlierMessages(Static):
@@ -395,20 +380,3 @@ class EarlierMessages(Static):
 
     async def on_click(self) -> None:
         await self.action_show_earlier()
-
-
-def _restored_block(call: ToolCall, rec: ToolCallRecord | None,
-                    result: Message | None) -> ToolCallBlock:
-    block = ToolCallBlock(call)
-    if rec is not None:
-        status = rec.status if rec.status != "running" else "interrupted"
-        detail = f"denied by you: {rec.reason}" if rec.status == "denied" and rec.reason else ""
-        if status in ("failed", "timed_out") and rec.result:
-            detail = first_line(rec.result)
-        block.restore(status, rec.exit_code, rec.duration_ms, detail)
-    elif result is not None:
-        block.restore("failed" if result.is_error else "ok", None, None,
-                      first_line(result.content) if result.is_error else "")
-    else:
-        block.restore("interrupted", None, None, "")
-    return block
