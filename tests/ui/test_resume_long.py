@@ -141,3 +141,22 @@ async def test_switching_session_while_the_tail_is_drawn_draws_nothing_stale(pro
         assert not app.query_one(Transcript).query(UserMessage)
         assert not app.query(EarlierMessages)
     store.close()
+
+
+def test_a_screenful_is_estimated_from_the_newest_messages() -> None:
+    from tuiapp.ui.widgets.history_blocks import screenful_start
+
+    short = [Message("user", f"q{i}") if i % 2 == 0 else Message("assistant", f"a{i}")
+             for i in range(100)]
+    start = screenful_start(short, 100, 24, 80)
+    assert 90 <= start < 96  # three rows each: about eight messages fill 24 rows
+    huge = [*short, Message("user", "x" * 2_000_000), Message("assistant", "ok")]
+    assert screenful_start(huge, 102, 24, 80) == 100  # one 2 MB line more than fills it
+    lines = [*short, Message("assistant", "\n\t\n" * 50)]
+    assert screenful_start(lines, 101, 40, 80) == 100
+    calls = tuple(ToolCall(f"c{i}", "shout", {}) for i in range(500))
+    with_calls = [*short, Message("assistant", "", tool_calls=calls),
+                  *(Message("tool", "r", tool_call_id=c.id) for c in calls)]
+    # Never a page that starts on a tool result: it starts at the call.
+    assert screenful_start(with_calls, len(with_calls), 24, 80) == 100
+    assert screenful_start(short, 0, 24, 80) == 0 and screenful_start(short, 100, 0, 80) == 100

@@ -19,6 +19,21 @@ def page_start(messages: Sequence[Message], start: int) -> int:
     return start
 
 
+def screenful_start(messages: Sequence[Message], end: int, rows: int, width: int) -> int:
+    """Where a page ending at `end` starts to fill about `rows` rows: each message's text
+    wrapped at `width`, plus a line around it and three per tool call (an estimate; the rest
+    of the history is drawn right after the first frame anyway)."""
+    width = max(width, 20)
+    i = end
+    while i > 0 and rows > 0:
+        i -= 1
+        m = messages[i]
+        text = m.content or ""
+        lines = sum(len(line) // width + 1 for line in text.split("\n")) if text else 0
+        rows -= lines + 2 + 3 * len(m.tool_calls)
+    return page_start(messages, i) if i < end else end
+
+
 def restored_block(call: ToolCall, rec: ToolCallRecord | None,
                     result: Message | None) -> ToolCallBlock:
     block = ToolCallBlock(call)

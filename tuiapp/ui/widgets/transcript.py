@@ -33,7 +33,7 @@ from tuiapp.core.events import (
 from tuiapp.core.messages import Message
 from tuiapp.core.store import ToolCallRecord
 from tuiapp.ui.widgets.call_batch import SHOWN, CallBatchLine
-from tuiapp.ui.widgets.history_blocks import page_start, restored_block
+from tuiapp.ui.widgets.history_blocks import page_start, restored_block, screenful_start
 from tuiapp.ui.widgets.tool_block import ToolCallBlock
 
 if TYPE_CHECKING:
@@ -81,7 +81,6 @@ def _is_live(chunk: ReplyMarkdown) -> bool:
 
 VIRTUALIZE_AFTER = 0.1  # seconds after a scroll, resize or drawn text
 HISTORY_TAIL = 24  # messages drawn when a session is resumed (a few screens)
-HISTORY_FIRST = 8  # of those, drawn before the first frame (each reply costs layout time)
 HISTORY_PAGE = 200  # drawn per request for earlier ones
 PREFETCH_AFTER = 1.0  # seconds of stillness before chunks near the view are drawn
 WARM_UP_AFTER = 0.5  # seconds after start: the first frame and the tool listing come first
@@ -293,11 +292,12 @@ class Transcript(VerticalScroll):
                            records: dict[int, list[ToolCallRecord | None]] | None = None) -> None:
         """Draw a resumed session: messages as they were, each call as it ended. Only the
         newest HISTORY_TAIL messages at first (a 10,000-message session must open at once);
-        a line on top draws earlier ones, a page at a time. The newest HISTORY_FIRST first."""
+        a line on top draws earlier ones, a page at a time. A screenful of them comes first."""
         self._history = (messages, records or {}, {m.tool_call_id: m for m in messages
                                                    if m.role == "tool"})
         start = page_start(messages, len(messages) - HISTORY_TAIL)
-        first = max(start, page_start(messages, len(messages) - HISTORY_FIRST))
+        width, rows = self.app.size  # the transcript is not laid out yet
+        first = max(start, screenful_start(messages, len(messages), rows, width - 4))
         tail = self._history_widgets(first, len(messages))
         widgets = list(tail) if tail else self._history_widgets(start, first)
         if start:
