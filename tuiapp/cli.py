@@ -18,6 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
+    from typing import Any, NoReturn
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 # Commands that start processes. `functions` arms itself, only when it must run something.
@@ -78,10 +79,54 @@ def _session_flags(p: argparse.ArgumentParser, top: bool = False) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = ("run", "functions", "call", "new", "init", "trust", "mcp", "sessions", "config")
+
+
+class _Retry(Exception):
+    """A parser built for some subcommands only met something it cannot judge."""
+
+
+class _Skipped:
+    """Stands in for the parser of a subcommand that is not built: takes every call, keeps
+    nothing."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: self
+
+
+class _Some:
+    """The subparsers action, adding only the subcommands in `only`."""
+
+    def __init__(self, sub: Any, only: set[str]) -> None:
+        self.sub, self.only = sub, only
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        return self.sub.add_parser(name, **kwargs) if name in self.only else _Skipped()
+
+
+def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
+    """The whole CLI; with `only`, just those subcommands (building all of them costs more
+    than a warm `kep functions` does on its own), and then any parse error raises _Retry so
+    that the whole parser gives the user its real message."""
     import argparse
 
-    parser = argparse.ArgumentParser(
+    parser_class = argparse.ArgumentParser
+    if only is not None:
+        class _Fixed(argparse.HelpFormatter):
+            # argparse formats while building (to check metavars): a terminal width lookup
+            # imports shutil, and this parser never prints help
+            def __init__(self, prog: str, *args: Any, **kwargs: Any) -> None:
+                super().__init__(prog, *args, **{**kwargs, "width": 80})
+
+        class _Partial(argparse.ArgumentParser):
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **{**kwargs, "formatter_class": _Fixed})
+
+            def error(self, message: str) -> NoReturn:
+                raise _Retry(message)
+
+        parser_class = _Partial
+    parser = parser_class(
         prog="kep",
         description="A terminal chat for LLMs with function calling. "
         "With no subcommand, opens the TUI.",
@@ -89,7 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kep {__version__}")
     _common(parser, top=True)
     _session_flags(parser, top=True)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub: Any = parser.add_subparsers(dest="command", metavar="COMMAND")
+    if only is not None:
+        sub = _Some(sub, only)
 
     p = sub.add_parser("run", help="headless: one prompt, reply streamed to stdout")
     _common(p)
@@ -184,11 +231,75 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# `kep functions [--json] [--project DIR] [--trust]` is what editors and scripts run again and
+# again: its namespace is read here without argparse, whose import and parser cost about as
+# much as a warm listing. Anything else (an abbreviation, another flag) goes to argparse.
+# Tests check that both read every such argv the same.
+_TOP_DEFAULTS: dict[str, object] = {
+    "project": None, "trust": False, "model": None, "continue_": False, "session": None,
+    "fork": False, "prompt": None, "agent": None, "set_vars": []}
+_FUNCTIONS_DEFAULTS = {"json": False, "watch": False, "light_schema": False, "check": False,
+                       "strict": False}
+
+
+def quick_parse(argv: list[str]) -> argparse.Namespace | None:
+    values: dict[str, object] = {**_TOP_DEFAULTS, "set_vars": []}
+    command = False
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "functions" and not command:
+            command = True
+            values.update(command="functions", **_FUNCTIONS_DEFAULTS)
+        elif arg == "--json" and command:
+            values["json"] = True
+        elif arg == "--trust":
+            values["trust"] = True
+        elif arg.startswith("--project="):
+            values["project"] = arg.partition("=")[2]
+        elif arg == "--project" and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+            i += 1
+            values["project"] = argv[i]
+        else:
+            return None
+        i += 1
+    if not command:
+        return None
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**values)  # type: ignore[return-value]
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """argv parsed by a parser holding only the subcommands named in it; anything that parser
+    rejects (or a request for help, which lists every subcommand) goes to the whole one."""
+    if "-h" not in argv and "--help" not in argv:
+        try:
+            return build_parser({a for a in argv if a in COMMANDS}).parse_args(argv)
+        except _Retry:
+            pass
+    return build_parser().parse_args(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if (sys.argv[1:] if argv is None else list(argv)) == ["--version"]:
         print(f"kep {__version__}")  # without building the parser: the quickest answer
         return EXIT_OK
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = quick_parse(words)
+    if args is not None and args.json and not args.trust:
+        from tuiapp.tools.listing_snapshot import lookup
+
+        saved = lookup(args.project)  # the last listing, when nothing it came from changed
+        if saved is not None:
+            try:
+                sys.stdout.flush()
+                sys.stdout.buffer.write(saved)
+                sys.stdout.buffer.flush()
+            except BrokenPipeError:
+                sys.stderr.close()
+            return EXIT_OK
+    args = args or parse(words)
     command = args.command or "tui"
     if command in TOOL_RUNNING:
         from tuiapp.tools import lifetime

@@ -95,14 +95,14 @@ class TableReader:
 
     def unknown_keys(self) -> list[str]:
         """Warnings for keys nobody read, each with the closest key that was read."""
-        import difflib
-
         out = []
         for r in self.readers:
             known = sorted(r.asked)
             for key in r.table:
                 if key in r.asked:
                     continue
+                import difflib  # only when a key is unknown
+
                 close = difflib.get_close_matches(str(key), known, n=1)
                 hint = f"; did you mean `{close[0]}`?" if close else ""
                 out.append(f"{self.file}: unknown key `{r.prefix}{key}` (ignored){hint}")

@@ -3,33 +3,13 @@ project root."""
 
 from __future__ import annotations
 
-import functools
 import os
-import sys
 from pathlib import Path
-from typing import Any
+
+from tuiapp import user_dirs
+from tuiapp.user_dirs import user_dir as _user_dir
 
 _PKG = Path(__file__).resolve().parent
-
-
-@functools.cache
-def _platform_dirs() -> Any:
-    from platformdirs import PlatformDirs
-
-    return PlatformDirs("kep", appauthor=False)
-
-
-def _user_dir(xdg_var: str, default: str, attr: str) -> str:
-    """platformdirs' answer. On Linux with an absolute HOME it is plain XDG, worked out here:
-    importing platformdirs costs a tenth of a warm `kep functions`."""
-    if sys.platform.startswith("linux"):
-        xdg = os.environ.get(xdg_var, "")
-        if xdg.startswith("/"):
-            return os.path.join(xdg, "kep")
-        home = os.environ.get("HOME", "")
-        if home.startswith("/"):
-            return os.path.join(os.path.expanduser(default), "kep")
-    return str(getattr(_platform_dirs(), attr))
 
 
 def config_dir() -> Path:
@@ -43,8 +23,7 @@ def data_dir() -> Path:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("KEP_CACHE_DIR")
-                or _user_dir("XDG_CACHE_HOME", "~/.cache", "user_cache_dir"))
+    return Path(user_dirs.cache_dir())
 
 
 def state_dir() -> Path:

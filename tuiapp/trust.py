@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -119,6 +118,8 @@ def _locked() -> Iterator[None]:
 
 def _save(dirs: Mapping[str, Any]) -> None:
     target = _file()
+    import tempfile  # only when writing: every kep command reads this file
+
     fd, tmp = tempfile.mkstemp(prefix=f".{STATE_FILE}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:  # mkstemp: mode 0600, never a link

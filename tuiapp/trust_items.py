@@ -9,7 +9,6 @@ project records its items' keys; an item whose key is not recorded was gained si
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tomllib
 from dataclasses import dataclass
@@ -23,6 +22,8 @@ _LABEL_MAX = 120
 
 def _key(obj: Any) -> str:
     text = json.dumps(obj, sort_keys=True, ensure_ascii=True, default=str)
+    import hashlib  # only for projects that allow something (OpenSSL costs ~3 ms)
+
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 

@@ -14,7 +14,8 @@ Timed, each a whole process, kep and keprompt alternating (medians):
   keprompt   `keprompt functions get --json` in the project (it lists every tool, one after
              the other, on every command, even `--version`)
   kep cold   `kep functions --json` with an empty declaration cache
-  kep warm   the same with the cache filled (unchanged tree: no tool process at all)
+  kep warm   the same with the cache filled (unchanged tree: no tool process; from the
+             second warm run on, answered from the last listing's snapshot)
 Then: kep's own CPU per tool beyond spawning it (kep's process alone, cold 200 tools minus an
 empty project, over 200); the fork server (100 python tools, cold, with and without it, minus
 an empty project); scale (1,000 tools cold and warm); `kep --version`.
@@ -178,9 +179,12 @@ def main() -> int:
             HOME=str(tmp / "home"),
             KEP_CONFIG_DIR=str(tmp / "kep-config"),
             KEP_DATA_DIR=str(tmp / "kep-data"),
+            KEP_STATE_DIR=str(tmp / "kep-state"),
             PYTHONPYCACHEPREFIX=str(tmp / "pycache"),
         )
         (tmp / "home").mkdir()
+        # The projects are the user's own: trusted (else kep would list only its built-ins).
+        subprocess.run([*KEP, "trust", str(tmp)], env=env, capture_output=True, check=True)
         runs = 0
 
         def kep(project: Path, cache: str | None = None, **extra: str) -> Sample:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -10,6 +9,8 @@ from typing import TYPE_CHECKING, NoReturn
 from tuiapp import paths, trust
 
 if TYPE_CHECKING:  # config (tomllib, the settings classes) only where it is loaded
+    import argparse
+
     from tuiapp import config_types
     from tuiapp.core.store import Store
 

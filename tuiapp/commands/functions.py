@@ -6,21 +6,21 @@ no tool process, no event loop, no heavy import (no asyncio, jsonschema, textual
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuiapp import paths
 from tuiapp.commands._common import load_config, note_untrusted
-from tuiapp.core.display import printable, printable_line
 from tuiapp.tools.model import BrokenTool, ToolSpec
 
 if TYPE_CHECKING:
+    import argparse
+
+    from tuiapp.tools.listing_snapshot import Recorder
     from tuiapp.workspace import Workspace
 
 
@@ -31,13 +31,42 @@ def main(args: argparse.Namespace) -> int:
 
         lifetime.arm()  # before anything is spawned: nothing it starts outlives kep
         return watch(args)
+    snapshot = _recorder(args)
+    try:
+        return _list(args, snapshot)
+    finally:
+        if snapshot is not None:
+            snapshot.close()
+
+
+def _recorder(args: argparse.Namespace) -> Recorder | None:
+    """The listing snapshot's witness, for the form the next `kep functions --json` may be
+    answered from (see tools.listing_snapshot)."""
+    if not args.json or any(getattr(args, flag, False) for flag in (
+            "trust", "check", "light_schema", "watch")):
+        return None
+    from tuiapp.commands._common import project_root
+    from tuiapp.tools.listing_snapshot import Recorder
+    from tuiapp.trust import STATE_FILE
+
+    user_files = [str(paths.user_config_file()), str(paths.state_dir() / STATE_FILE)]
+    try:
+        return Recorder(getattr(args, "project", None), str(project_root(args)), user_files)
+    except OSError:  # no working directory (removed under us): list without a snapshot
+        return None
+
+
+def _list(args: argparse.Namespace, snapshot: Recorder | None) -> int:
     cfg = load_config(args)
     note_untrusted(cfg)
     from tuiapp.workspace import Workspace
 
     ws = Workspace(cfg)
+    if snapshot is not None:
+        snapshot.add_roots(str(r) for r in ws.registry.watch_roots())
     # Nothing changed and no MCP server to ask: answered from the cache, no process started.
-    if ws.has_mcp_servers() or not ws.registry.refresh_from_cache():
+    cached = not ws.has_mcp_servers() and ws.registry.refresh_from_cache()
+    if not cached:
         import asyncio
 
         from tuiapp.tools import lifetime
@@ -60,7 +89,13 @@ def main(args: argparse.Namespace) -> int:
 
         return run_check(registry, entries, as_json=args.json, strict=args.strict)
     if args.json:
-        sys.stdout.write(json_listing(entries))
+        text = json_listing(entries)
+        sys.stdout.write(text)
+        # Configured sources: whether one is a root can depend on paths that are no root
+        # (a dir that does not exist yet), which no witness covers.
+        if (snapshot is not None and cached and not cfg.tools.sources
+                and registry.keys_are_files_alone()):
+            snapshot.save(text)
         return 0
     print_table(entries, cfg.project_root)
     return 0
@@ -71,7 +106,8 @@ def json_listing(entries: list[ToolSpec | BrokenTool]) -> str:
     pure Python, ten times slower than dumps() per entry with 1,000 tools."""
     if not entries:
         return "[]\n"
-    items = ",\n".join("  " + json.dumps(e.to_json(), ensure_ascii=False) for e in entries)
+    encode = json.JSONEncoder(ensure_ascii=False).encode  # one encoder, not one per entry
+    items = ",\n".join("  " + encode(e.to_json()) for e in entries)
     return f"[\n{items}\n]\n"
 
 
@@ -107,6 +143,10 @@ def show_source(source: str, root: Path) -> str:
 
 
 def print_table(entries: list[ToolSpec | BrokenTool], root: Path) -> None:
+    import shutil  # here, not at the top: `--json` needs neither (nor bz2, lzma, unicodedata)
+
+    from tuiapp.core.display import printable, printable_line
+
     if not entries:
         print(f"No tools found. Add executables to {root / 'prompts' / 'functions'} "
               "(or run `kep init` to copy the built-ins there).")

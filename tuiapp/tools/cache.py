@@ -25,11 +25,7 @@ CACHE_VERSION = f"1/{__version__}"
 Key = tuple[int, int, int, str]
 
 
-def file_key(path: Path, salt: str = "") -> Key | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
+def stat_key(st: os.stat_result, salt: str = "") -> Key:
     return (st.st_size, st.st_mtime_ns, st.st_mode, salt)
 
 
@@ -40,14 +36,15 @@ class DeclarationCache:
     def _file(self, fmt: str, root: Path) -> Path:
         # Readable and cheap (hashlib costs more to import than the whole warm lookup).
         tail = re.sub(r"[^A-Za-z0-9]+", "_", str(root))[-60:]
-        crc = zlib.crc32(f"{fmt}\0{root}".encode())
+        crc = zlib.crc32(f"{fmt}\0{root}".encode("utf-8", "surrogateescape"))
         return self.directory / f"{fmt}-{tail}-{crc:08x}.json"
 
     def load(self, fmt: str, root: Path) -> dict[str, dict[str, Any]]:
         """path → {"key": [...], "tools": [...]} or {"key": [...], "error": "..."}."""
         try:
-            with self._file(fmt, root).open("rb") as f:
-                data = json.load(f)
+            # surrogateescape: a path that is not valid UTF-8 is still a path
+            data = json.loads(self._file(fmt, root).read_bytes().decode("utf-8",
+                                                                       "surrogateescape"))
         except (OSError, ValueError):
             return {}
         if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
@@ -68,7 +65,7 @@ class DeclarationCache:
             self.directory.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".decl-", suffix=".tmp", dir=self.directory)
             try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
                     f.write(text)
                 os.replace(tmp, target)  # concurrent kep processes: last writer wins, whole
             except BaseException:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from tuiapp import paths, trust
 from tuiapp.config_types import Config
 from tuiapp.core import secrets
-from tuiapp.tools.cache import DeclarationCache, Key, file_key, key_matches
+from tuiapp.tools.cache import DeclarationCache, Key, key_matches, stat_key
 from tuiapp.tools.formats.base import FormatContext, Lister, ToolFormat, ToolLoadError
 from tuiapp.tools.model import BrokenTool, ToolSpec
 
@@ -148,7 +148,7 @@ class Registry:
         return FormatContext(self.config.project_root, self.config, lister, env)
 
     def watch_roots(self) -> list[Path]:
-        ctx = self.context()
+        ctx = self.context(_no_lister)  # listing roots runs nothing (and needs no asyncio)
         roots: list[Path] = []
         for fmt in self.formats:
             roots.extend(r for r in fmt.roots(ctx) if r not in roots)
@@ -182,6 +182,11 @@ class Registry:
         self._save_disk(roots_seen)  # removed files leave the cache
         self._resolve()
         return True
+
+    def keys_are_files_alone(self) -> bool:
+        """No tool file's cache key holds anything but the file's own stat (no salt: nothing
+        from interpreters, .env files or other files went into a declaration)."""
+        return all(not f.key[3] for f in self._files.values())
 
     async def refresh(self, paths: Iterable[Path] | None = None) -> RegistryChanged:
         """Rescan. `paths`: files known to have changed; they are declared again even if
@@ -229,10 +234,8 @@ class Registry:
                 roots_seen.append((fmt, root))
                 root_s = str(root)
                 disk: dict[str, dict[str, Any]] | None = None
-                for path in fmt.candidates(root):
-                    key = file_key(path, fmt.cache_salt(path, ctx))
-                    if key is None:
-                        continue
+                for path, st in fmt.stat_candidates(root):
+                    key = stat_key(st, fmt.cache_salt(path, ctx))
                     state = _File(path, fmt, (int(builtin), fi, ri), root, key)
                     p = str(path)
                     files[(fmt.name, p)] = state

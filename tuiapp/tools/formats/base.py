@@ -9,6 +9,7 @@ cancel, streaming and no-TTY for free.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -72,6 +73,15 @@ class ToolFormat(ABC):
         self, spec: ToolSpec, arguments: dict[str, Any], ctx: FormatContext
     ) -> Invocation:
         """The subprocess that runs one call."""
+
+    def stat_candidates(self, root: Path) -> Iterable[tuple[Path, os.stat_result]]:
+        """candidates() with each one's stat (a vanished one left out). A format that stats
+        its candidates anyway returns those: the warm listing is mostly stat calls."""
+        for path in self.candidates(root):
+            try:
+                yield path, path.stat()
+            except OSError:
+                continue
 
     def watch_recursive(self, root: Path) -> bool:
         """Whether hot reload must watch below `root`'s own entries. Formats whose candidates

@@ -52,6 +52,9 @@ class KepromptFormat(ToolFormat):
     def candidates(self, root: Path) -> Iterable[Path]:
         """Regular files with an exec bit, plus scripts that lack one (a forgotten chmod +x
         is reported, not ignored). Helper modules without a #! line are not candidates."""
+        return [path for path, _ in self.stat_candidates(root)]
+
+    def stat_candidates(self, root: Path) -> list[tuple[Path, os.stat_result]]:
         try:
             names = sorted(os.listdir(root))
         except OSError:
@@ -62,13 +65,13 @@ class KepromptFormat(ToolFormat):
                 continue
             path = root / name
             try:
-                st = path.stat()
+                st = os.stat(path)
             except OSError:
                 continue  # dangling symlink, vanished file
             if not stat.S_ISREG(st.st_mode):
                 continue
             if st.st_mode & 0o111 or read_shebang(path) is not None:
-                out.append(path)
+                out.append((path, st))
         return out
 
     async def declare(self, path: Path, ctx: FormatContext) -> list[ToolSpec]:

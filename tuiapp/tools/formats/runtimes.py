@@ -6,8 +6,6 @@ Everything here is about building argv/env for a CHILD process; nothing runs use
 from __future__ import annotations
 
 import os
-import shlex
-import shutil
 import sys
 import zlib
 from collections.abc import Iterable, Mapping
@@ -32,6 +30,8 @@ def environ(ctx: FormatContext) -> dict[str, str]:
 def which(command: str, ctx: FormatContext) -> str | None:
     if os.sep in command:
         return command if os.access(command, os.X_OK) else None
+    import shutil  # shutil and shlex: only when declaring, not on the warm path
+
     return shutil.which(command, path=environ(ctx).get("PATH"))
 
 
@@ -76,7 +76,7 @@ def shebang(path: Path) -> list[str] | None:
     if line is None:
         return None
     try:
-        argv = shlex.split(line)
+        argv = _split(line)
     except ValueError:
         return None
     return argv or None
@@ -104,7 +104,7 @@ def python_argv(ctx: FormatContext) -> list[str]:
     .venv, else `python3` on PATH (as llm-functions and Loki use), else kep's own."""
     configured = getattr(ctx.config.tools, "python", None)
     if configured:
-        return shlex.split(configured)
+        return _split(configured)
     for venv in (ctx.project_root / ".venv" / "bin" / "python",):
         if os.access(venv, os.X_OK):
             return [str(venv)]
@@ -116,7 +116,7 @@ def ts_runtime(ctx: FormatContext) -> tuple[list[str] | None, str]:
     """(argv, why-not) for TypeScript: `[tools] ts_runtime`, else `tsx` on PATH, else `npx tsx`."""
     configured = getattr(ctx.config.tools, "ts_runtime", None)
     if configured:
-        argv = shlex.split(configured)
+        argv = _split(configured)
         missing = missing_program(argv, ctx)
         if missing:
             return None, f"the TypeScript runtime `{missing}` ([tools] ts_runtime) is not installed"
@@ -144,3 +144,9 @@ def text_result(stdout: str, output_file_text: str | None) -> str:
     if stdout.strip():
         return stdout.rstrip("\n")
     return "DONE"
+
+
+def _split(line: str) -> list[str]:
+    import shlex
+
+    return shlex.split(line)

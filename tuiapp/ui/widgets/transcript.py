@@ -30,10 +30,11 @@ from tuiapp.core.events import (
     ToolFinished,
     TurnEnded,
 )
-from tuiapp.core.messages import Message, ToolCall
+from tuiapp.core.messages import Message
 from tuiapp.core.store import ToolCallRecord
 from tuiapp.ui.widgets.call_batch import SHOWN, CallBatchLine
-from tuiapp.ui.widgets.tool_block import ToolCallBlock, first_line
+from tuiapp.ui.widgets.history_blocks import page_start, restored_block, screenful_start
+from tuiapp.ui.widgets.tool_block import ToolCallBlock
 
 if TYPE_CHECKING:
     from tuiapp.ui.widgets.reply import AssistantReply, ReplyMarkdown
@@ -291,16 +292,25 @@ class Transcript(VerticalScroll):
                            records: dict[int, list[ToolCallRecord | None]] | None = None) -> None:
         """Draw a resumed session: messages as they were, each call as it ended. Only the
         newest HISTORY_TAIL messages at first (a 10,000-message session must open at once);
-        a line on top draws earlier ones, a page at a time."""
+        a line on top draws earlier ones, a page at a time. A screenful of them comes first."""
         self._history = (messages, records or {}, {m.tool_call_id: m for m in messages
                                                    if m.role == "tool"})
-        start = _page_start(messages, len(messages) - HISTORY_TAIL)
-        widgets = self._history_widgets(start, len(messages))
+        start = page_start(messages, len(messages) - HISTORY_TAIL)
+        width, rows = self.app.size  # the transcript is not laid out yet
+        first = max(start, screenful_start(messages, len(messages), rows, width - 4))
+        tail = self._history_widgets(first, len(messages))
+        widgets = list(tail) if tail else self._history_widgets(start, first)
         if start:
             widgets.insert(0, EarlierMessages(start))
         if widgets:
             await self.mount_all(widgets)
         self.anchor()
+        if tail and start < first:  # the rest of the tail: once the newest screen is out
+            self.call_after_refresh(self._draw_before, tail[0], start, first)
+
+    async def _draw_before(self, widget: Widget, start: int, end: int) -> None:
+        if widget.parent is self:  # (not after a session switch)
+            await self.mount_all(self._history_widgets(start, end), before=widget)
 
     def _history_widgets(self, start: int, end: int) -> list[Widget]:
         messages, records, results = self._history
@@ -318,13 +328,13 @@ class Transcript(VerticalScroll):
                 recs = records.get(i, [])
                 for j, call in enumerate(m.tool_calls):
                     rec = recs[j] if j < len(recs) else None
-                    widgets.append(_restored_block(call, rec, results.get(call.id)))
+                    widgets.append(restored_block(call, rec, results.get(call.id)))
         return widgets
 
     async def show_earlier(self, marker: EarlierMessages) -> None:
         """Draw the page of messages before `marker.count`, just below the marker."""
         end = marker.count
-        start = _page_start(self._history[0], end - HISTORY_PAGE)
+        start = page_start(self._history[0], end - HISTORY_PAGE)
         widgets = self._history_widgets(start, end)
         if widgets:
             await self.mount_all(widgets, after=marker)
@@ -337,15 +347,6 @@ class Transcript(VerticalScroll):
         self._reply = None
         self._blocks.clear()
         await self.remove_children()
-
-
-def _page_start(messages: Sequence[Message], start: int) -> int:
-    """`start` clamped to the history, moved back so a page never begins with tool results
-    whose call is on the page before."""
-    start = max(0, start)
-    while start > 0 and messages[start].role == "tool":
-        start -= 1
-    return start
 
 
 class EarlierMessages(Static):
@@ -379,20 +380,3 @@ class EarlierMessages(Static):
 
     async def on_click(self) -> None:
         await self.action_show_earlier()
-
-
-def _restored_block(call: ToolCall, rec: ToolCallRecord | None,
-                    result: Message | None) -> ToolCallBlock:
-    block = ToolCallBlock(call)
-    if rec is not None:
-        status = rec.status if rec.status != "running" else "interrupted"
-        detail = f"denied by you: {rec.reason}" if rec.status == "denied" and rec.reason else ""
-        if status in ("failed", "timed_out") and rec.result:
-            detail = first_line(rec.result)
-        block.restore(status, rec.exit_code, rec.duration_ms, detail)
-    elif result is not None:
-        block.restore("failed" if result.is_error else "ok", None, None,
-                      first_line(result.content) if result.is_error else "")
-    else:
-        block.restore("interrupted", None, None, "")
-    return block
