@@ -181,3 +181,34 @@ async def test_after_a_huge_reply_the_next_turn_is_shown(tmp_path: Path) -> None
         await until(pilot, lambda: "the second answer" in _screen_text(pilot), timeout=BOUND,
                     what="the second reply on screen")
         assert "second" in _screen_text(pilot)
+
+
+async def test_a_flood_larger_than_one_flush_is_drawn_whole_and_recorded(
+        tmp_path: Path) -> None:
+    """5 MB in one delta is drawn a FLUSH_MAX at a time: nothing lost or doubled at the
+    seams, a code fence open across a seam still draws as code at the end, and the session
+    store (written by its thread) has the whole reply once the turn is over."""
+    from tuiapp.core.store import Store
+    from tuiapp.ui.widgets.reply import FLUSH_MAX
+
+    text = ("prose " * 30 + "\n\n") * (FLUSH_MAX // 182) + "```python\n" + (
+        "x = 1  # code\n" * (FLUSH_MAX // 10)) + MARK
+    assert len(text) > 2 * FLUSH_MAX
+    store = Store.open(tmp_path / "sessions.db")
+    provider = ScriptedProvider([[TextDelta(text), StreamEnd("end_turn")]])
+    app = app_for(make_project(tmp_path / "proj"), provider=provider, store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        await until(pilot, lambda: MARK in _screen_text(pilot), timeout=BOUND,
+                    what="the end of the reply on screen")
+        await wait_idle(pilot)
+        (reply,) = app.query(AssistantReply)
+        chunks = list(reply.query(ReplyMarkdown))
+        assert "".join(c.text for c in chunks) == text
+        assert chunks[-1].drawn_source.startswith("```python\n")  # still code at the end
+        sid = app.chat.session_id
+        assert sid is not None
+        app.chat.settle()
+        with Store.open(store.path) as other:
+            assert [m.content for m in other.load_messages(sid)] == ["go", text]
+    store.close()

@@ -32,6 +32,18 @@ _ESCAPE = re.compile(
 REPLACEMENT = "\N{REPLACEMENT CHARACTER}"
 
 
+# ASCII bytes a terminal shows as they are: printable characters, tab and newline.
+_SHOWN_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n"
+
+
+def _plain(text: str) -> bool:
+    """Nothing to make visible (the common case, checked at C speed): ASCII text is checked
+    as bytes (isascii is O(1), translate ~0.4 ms per MB, the regex ten times slower)."""
+    if text.isascii():
+        return not text.encode("ascii").translate(None, _SHOWN_ASCII)
+    return text.replace("\n", "").replace("\t", "").isprintable() or not _UNSAFE.search(text)
+
+
 def _picture(match: re.Match[str]) -> str:
     code = ord(match.group())
     if code < 0x20:
@@ -44,8 +56,8 @@ def _picture(match: re.Match[str]) -> str:
 def printable(text: str, *, drop_escapes: bool = False) -> str:
     """`text` with nothing a terminal would act on: see the module docstring. A CR LF pair
     becomes a newline; a lone CR is shown (␍)."""
-    if text.replace("\n", "").replace("\t", "").isprintable() or not _UNSAFE.search(text):
-        return text  # the common case: isprintable is C-speed, the regex ten times slower
+    if _plain(text):
+        return text
     if "\r\n" in text:
         text = text.replace("\r\n", "\n")
     if drop_escapes and "\x1b" in text:
