@@ -12,6 +12,8 @@ RSS is its own), 120x40:
   - keypress latency: a key typed into the prompt every 100 ms, from the request until 1 s
     after the first draw (key sent → the prompt's Changed message handled), while the reply is
     also recorded in a session store, as `kep` does;
+  - the longest stall of the event loop over the same time (a task waking every 5 ms:
+    keys meet a stall only by chance);
   - peak RSS of the process (sampled by a thread every 10 ms) and its growth over the idle app.
 Baseline, in the same run and the same way: a 1 KB delta. Targets: first draw <= 1 s, key
 p95 <= 100 ms.
@@ -136,13 +138,14 @@ def main() -> int:
         return 0
     base = run_case("prose", 1000)
     print("one reply delta into the TUI (headless, 120x40); baseline: a 1 KB delta")
-    print(f"{'case':>16}  {'first draw':>10}  {'× base':>7}  {'key p95':>8}  {'key max':>8}  {'stall':>6}"
-          f"  {'peak RSS':>9}  {'growth':>7}")
+    print(f"{'case':>16}  {'first draw':>10}  {'× base':>7}  {'key p95':>8}  {'key max':>8}"
+          f"  {'stall':>6}  {'peak RSS':>9}  {'growth':>7}")
 
     def row(name: str, r: dict[str, Any]) -> None:
         ratio = r["first_draw"] / base["first_draw"] if base["first_draw"] else float("nan")
         print(f"{name:>16}  {r['first_draw']:9.2f}s  {ratio:7.1f}  {r['key_p95'] * 1000:6.0f}ms"
-              f"  {r['key_max'] * 1000:6.0f}ms  {r['stall'] * 1000:4.0f}ms  {r['peak']:6.0f} MB  {r['peak'] - r['before']:4.0f}"
+              f"  {r['key_max'] * 1000:6.0f}ms  {r['stall'] * 1000:4.0f}ms  {r['peak']:6.0f} MB"
+              f"  {r['peak'] - r['before']:4.0f}"
               f" MB  (draw <= 1 s: {verdict(r['first_draw'] <= 1)}, key p95 <= 100 ms: "
               f"{verdict(r['key_p95'] <= 0.1)})")
 
