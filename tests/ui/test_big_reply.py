@@ -212,3 +212,17 @@ async def test_a_flood_larger_than_one_flush_is_drawn_whole_and_recorded(
         with Store.open(store.path) as other:
             assert [m.content for m in other.load_messages(sid)] == ["go", text]
     store.close()
+
+
+async def test_esc_during_a_flood_of_several_flushes_keeps_all_of_it(tmp_path: Path) -> None:
+    text = "w " * 2_500_000  # 5 MB: more than two flushes' worth
+    app = app_for(make_project(tmp_path / "proj"), provider=HangingProvider(text))
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        await until(pilot, lambda: bool(app.query(AssistantReply).results()), what="the reply")
+        _press(pilot, "escape")
+        await until(pilot, lambda: not app.busy, timeout=BOUND, what="the turn to stop")
+        (reply,) = app.query(AssistantReply)
+        await until(pilot, lambda: reply.interrupted and reply.done, timeout=BOUND,
+                    what="the reply to be marked interrupted")
+        assert "".join(c.text for c in reply.query(ReplyMarkdown)) == text

@@ -296,7 +296,7 @@ class AssistantReply(Vertical):
 
     async def _finish(self) -> None:
         await self._flush()
-        while self._pending:  # a flood is drawn a FLUSH_MAX at a time
+        while self._pending and self.is_attached:  # a flood is drawn a FLUSH_MAX at a time
             await asyncio.sleep(BACKLOG_REST)
             await self._flush()
         async with self._lock:
