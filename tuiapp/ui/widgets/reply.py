@@ -223,7 +223,9 @@ class AssistantReply(Vertical):
         """A chunk followed by one that continues its last block ends with no gap."""
         chunks = list(self.query_children(ReplyMarkdown))
         for chunk, after in pairwise(chunks):
-            chunk.set_class(after.has_class("-continued"), "-joined")
+            if chunk.has_class("-joined") != after.has_class("-continued"):
+                chunk.set_class(after.has_class("-continued"), "-joined")
+                chunk.fit_edges()
 
     def _view_height(self) -> int:
         """Lines of the reply that can be on screen at once."""

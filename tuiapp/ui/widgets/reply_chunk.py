@@ -9,6 +9,7 @@ from textual import events
 from textual.await_complete import AwaitComplete
 from textual.widget import Widget
 from textual.widgets import Markdown
+from textual.widgets.markdown import MarkdownBlock
 
 from tuiapp.ui.widgets.chunking import HARD_CHARS, continues, estimate_height, split_reply
 from tuiapp.ui.widgets.markdown_blocks import REPLY_BLOCKS
@@ -35,7 +36,7 @@ class ReplyMarkdown(Markdown):
                  reopen: str = "", continued: bool = False) -> None:
         frozen = frozen_height is not None
         # continued: it starts inside a block the chunk before it ends in (a block too long
-        # to keep whole): the two are drawn without a gap (later.tcss).
+        # to keep whole): the two are drawn without a gap (fit_edges).
         classes = "reply-chunk -continued" if continued else "reply-chunk"
         super().__init__(None if frozen else (reopen + text or None), classes=classes)
         self.text = text
@@ -57,6 +58,34 @@ class ReplyMarkdown(Markdown):
             Widget._on_mount(self, event)
             event.prevent_default()
 
+    def update(self, markdown: str) -> AwaitComplete:
+        updating = super().update(markdown)
+
+        async def then_fit() -> None:
+            await updating
+            self.fit_edges()
+
+        return AwaitComplete(then_fit())
+
+    def fit_edges(self) -> None:
+        """No gap where a block goes on from the chunk before (-continued: its first block)
+        or into the next one (-joined: its last block). Set on the blocks themselves: a
+        :first-child / :last-child CSS rule would make every mount of a block restyle all
+        the blocks of its chunk (Textual's order-dependent styles), on every append."""
+        blocks = [child for child in self.children if isinstance(child, MarkdownBlock)]
+        last = len(blocks) - 1
+        for i, block in enumerate(blocks):
+            edges = (i == 0 and self.has_class("-continued"),
+                     i == last and self.has_class("-joined"))
+            if getattr(block, "_kep_edges", (False, False)) == edges:
+                continue
+            block.styles.clear_rule("margin")
+            if any(edges):
+                m = block.styles.margin
+                block.styles.margin = (0 if edges[0] else m.top, m.right,
+                                       0 if edges[1] else m.bottom, m.left)
+            block._kep_edges = edges  # type: ignore[attr-defined]
+
     def append(self, markdown: str) -> AwaitComplete:
         """Markdown.append (what the MarkdownStream calls), telling the reply when done:
         it feeds one slice at a time."""
@@ -64,6 +93,7 @@ class ReplyMarkdown(Markdown):
 
         async def then_tell() -> None:
             await appending
+            self.fit_edges()
             reply = self.parent
             if isinstance(reply, ChunkHolder):
                 reply.appended()
