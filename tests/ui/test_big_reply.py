@@ -226,3 +226,31 @@ async def test_esc_during_a_flood_of_several_flushes_keeps_all_of_it(tmp_path: P
         await until(pilot, lambda: reply.interrupted and reply.done, timeout=BOUND,
                     what="the reply to be marked interrupted")
         assert "".join(c.text for c in reply.query(ReplyMarkdown)) == text
+
+
+async def test_the_top_of_a_flood_is_drawn_when_scrolled_to_with_few_widgets(
+        tmp_path: Path) -> None:
+    """A flood starts as frozen spans; scrolled to, a span is split a few ways at a time
+    (each part split again if in view), never into all its chunks at once."""
+    from tuiapp.ui.widgets.transcript import Transcript
+
+    text = "FIRSTWORDS here.\n\n" + ("filler words in a paragraph " * 40 + "\n\n") * 4000
+    provider = ScriptedProvider([[TextDelta(text), StreamEnd("end_turn")]])
+    app = app_for(make_project(tmp_path / "proj"), provider=provider)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        await wait_idle(pilot)
+        (reply,) = app.query(AssistantReply)
+        app.query_one(Transcript).scroll_home(animate=False)
+        await until(pilot, lambda: "FIRSTWORDS" in _screen_text(pilot), timeout=BOUND,
+                    what="the first words on screen")
+        await wait_idle(pilot)
+        chunks = list(reply.query(ReplyMarkdown))
+        assert "".join(c.text for c in chunks) == text
+        # A span still frozen, shown now: split SPLIT_WAYS ways, not into its ~40 chunks.
+        span = next(c for c in reversed(chunks) if c.frozen and len(c.text) > 4 * HARD_CHARS)
+        await span.thaw()
+        await pilot.pause()
+        after = list(reply.query(ReplyMarkdown))
+        assert len(chunks) < len(after) <= len(chunks) + 8  # (SPLIT_WAYS, not ~40)
+        assert "".join(c.text for c in after) == text
