@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import statistics
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +88,78 @@ def send_key(app: Any, key: str, char: str | None) -> None:
 
 def verdict(ok: bool) -> str:
     return "OK" if ok else "MISSES TARGET"
+
+
+class KeyTypist:
+    """Keypress latency, the way every UI benchmark measures it: a key typed into the prompt
+    every `every` seconds (sent as the terminal driver would), latency = key sent → the
+    prompt's Changed message handled. Pass `seen` every message of the app's message hook.
+    A key not answered within `timeout` counts as `timeout`."""
+
+    def __init__(self, app: Any, every: float = 0.1, timeout: float = 30.0) -> None:
+        self.app = app
+        self.every = every
+        self.timeout = timeout
+        self.latencies: list[float] = []
+        self._sent: float | None = None
+        self._answered = asyncio.Event()
+
+    def seen(self, message: Any) -> None:
+        from textual.widgets import TextArea
+
+        from tuiapp.ui.widgets.prompt_input import PromptInput
+
+        if (self._sent is not None and isinstance(message, TextArea.Changed)
+                and isinstance(message.text_area, PromptInput)):
+            self.latencies.append(time.perf_counter() - self._sent)
+            self._sent = None
+            self._answered.set()
+
+    async def type_until(self, done: Callable[[], bool],
+                         stop: asyncio.Event | None = None) -> list[float]:
+        """Type until `done()` is true (checked before each key); `stop`, when set, also cuts
+        the wait between two keys short."""
+        while not done():
+            self._answered.clear()
+            self._sent = time.perf_counter()
+            send_key(self.app, "x", "x")
+            try:
+                await asyncio.wait_for(self._answered.wait(), self.timeout)
+            except TimeoutError:
+                self.latencies.append(self.timeout)
+                self._sent = None
+            if stop is None:
+                await asyncio.sleep(self.every)
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self.every)
+        return self.latencies
+
+
+class StallWatch:
+    """The event loop's longest stalls while the app runs: a task that wakes every 5 ms
+    records how late it woke. A key typed every 100 ms meets a stall only by chance; this
+    sees every one of them."""
+
+    TICK = 0.005
+
+    def __init__(self) -> None:
+        self.stalls: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._watch())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _watch(self) -> None:
+        while True:
+            before = time.perf_counter()
+            await asyncio.sleep(self.TICK)
+            self.stalls.append(time.perf_counter() - before - self.TICK)
+
+    @property
+    def worst(self) -> float:
+        return max(self.stalls, default=0.0)

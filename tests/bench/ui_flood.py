@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import isolated_env, p95, rss_mb, send_key, temp_home, verdict
+from _common import KeyTypist, isolated_env, p95, rss_mb, send_key, temp_home, verdict
 
 FLOOD = '''#!{python}
 import json, sys
@@ -80,22 +80,18 @@ class RssSampler(threading.Thread):
 
 
 async def run_app(project: Path) -> dict[str, Any]:
-    from textual.widgets import TextArea
 
     from tuiapp import config
     from tuiapp.core.events import ToolCallStarted, ToolFinished
     from tuiapp.ui.app import make_app
     from tuiapp.ui.messages import CoreEvent
-    from tuiapp.ui.widgets.prompt_input import PromptInput
     from tuiapp.ui.widgets.tool_panes import ToolPanes
     from tuiapp.workspace import Workspace
 
     app = make_app(Workspace(config.load(project)), model="offline")
     marks: dict[str, float] = {}
     finished: list[ToolFinished] = []
-    pending: dict[str, float] = {}
-    latencies: list[float] = []
-    key_seen = asyncio.Event()
+    keys = KeyTypist(app, timeout=10.0)
 
     def hook(message: Any) -> None:
         now = time.perf_counter()
@@ -105,24 +101,12 @@ async def run_app(project: Path) -> dict[str, Any]:
             elif isinstance(message.event, ToolFinished):
                 marks.setdefault("finished", now)
                 finished.append(message.event)
-        elif (isinstance(message, TextArea.Changed) and isinstance(message.text_area, PromptInput)
-              and "key" in pending):
-            latencies.append(now - pending.pop("key"))
-            key_seen.set()
+        keys.seen(message)
 
     async def typist() -> None:
         while "started" not in marks:
             await asyncio.sleep(0.005)
-        while "finished" not in marks:
-            key_seen.clear()
-            pending["key"] = time.perf_counter()
-            send_key(app, "x", "x")
-            try:
-                await asyncio.wait_for(key_seen.wait(), 10)
-            except TimeoutError:
-                latencies.append(10.0)
-                pending.pop("key", None)
-            await asyncio.sleep(0.1)
+        await keys.type_until(lambda: "finished" in marks)
 
     sampler = RssSampler()
     async with app.run_test(size=(120, 40), message_hook=hook) as pilot:
@@ -150,7 +134,7 @@ async def run_app(project: Path) -> dict[str, Any]:
     sampler.join()
     return {"before": before, "peak": max(sampler.peak, after), "after": after,
             "shown": shown, "tool_ms": finished[0].duration_ms, "status": finished[0].status,
-            "lines": lines, "dropped": dropped, "keys": latencies}
+            "lines": lines, "dropped": dropped, "keys": keys.latencies}
 
 
 def main() -> int:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import isolated_env, p95, rss_mb, send_key, temp_home, verdict
+from _common import KeyTypist, isolated_env, p95, rss_mb, send_key, temp_home, verdict
 
 NAP = """#!/bin/sh
 if [ "$1" = "--list-functions" ]; then
@@ -44,7 +44,6 @@ def write_project(root: Path, calls: int, sleep: float) -> Path:
 
 
 async def run_app(project: Path, calls: int) -> dict[str, Any]:
-    from textual.widgets import TextArea
     from tui_helpers import ScriptedProvider
 
     from tuiapp import config
@@ -53,7 +52,6 @@ async def run_app(project: Path, calls: int) -> dict[str, Any]:
     from tuiapp.providers.base import StreamEnd
     from tuiapp.ui.app import make_app
     from tuiapp.ui.messages import CoreEvent
-    from tuiapp.ui.widgets.prompt_input import PromptInput
     from tuiapp.workspace import Workspace
 
     reply = [ToolCall(f"c{i}", "nap", {"n": i}) for i in range(calls)]
@@ -61,9 +59,7 @@ async def run_app(project: Path, calls: int) -> dict[str, Any]:
     app = make_app(Workspace(config.load(project)), model="offline", provider=provider)
     state = {"running": 0, "most": 0, "queued": 0, "finished": 0}
     marks: dict[str, float] = {}
-    pending: dict[str, float] = {}
-    latencies: list[float] = []
-    key_seen = asyncio.Event()
+    keys = KeyTypist(app, every=0.05)
 
     def hook(message: Any) -> None:
         now = time.perf_counter()
@@ -82,24 +78,12 @@ async def run_app(project: Path, calls: int) -> dict[str, Any]:
                 state["finished"] += 1
                 if state["finished"] == calls:
                     marks["finished"] = now
-        elif (isinstance(message, TextArea.Changed) and isinstance(message.text_area, PromptInput)
-              and "key" in pending):
-            latencies.append(now - pending.pop("key"))
-            key_seen.set()
+        keys.seen(message)
 
     async def typist() -> None:
         while "started" not in marks:
             await asyncio.sleep(0.005)
-        while "finished" not in marks:
-            key_seen.clear()
-            pending["key"] = time.perf_counter()
-            send_key(app, "x", "x")
-            try:
-                await asyncio.wait_for(key_seen.wait(), 30)
-            except TimeoutError:
-                latencies.append(30.0)
-                pending.pop("key", None)
-            await asyncio.sleep(0.05)
+        await keys.type_until(lambda: "finished" in marks)
 
     peak = 0.0
     async with app.run_test(size=(120, 40), message_hook=hook) as pilot:
@@ -115,7 +99,7 @@ async def run_app(project: Path, calls: int) -> dict[str, Any]:
         while app.busy:  # the model's last reply
             await asyncio.sleep(0.05)
         await pilot.pause()
-    return {"keys": latencies, "most": state["most"], "queued": state["queued"],
+    return {"keys": keys.latencies, "most": state["most"], "queued": state["queued"],
             "took": marks["finished"] - marks["started"], "peak": peak}
 
 

@@ -20,11 +20,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, isolated_env, median, p95, send_key, temp_home, verdict
+from _common import REPO, KeyTypist, isolated_env, median, p95, send_key, temp_home, verdict
 from fakes.llm_server import FakeLLMProcess
 
 KEY_ENV = "KEP_BENCH_KEY"
@@ -100,14 +99,12 @@ async def sdk_consume(api: str, base_url: str) -> float:
 
 async def app_consume(project: Path) -> tuple[float, list[float], int]:
     """(first text in the UI → reply shown, keypress latencies, reply length shown)."""
-    from textual.widgets import TextArea
 
     from tuiapp import config
     from tuiapp.core.events import TurnEnded
     from tuiapp.core.store import Store
     from tuiapp.ui.app import make_app
     from tuiapp.ui.messages import CoreEvent, ReplyText
-    from tuiapp.ui.widgets.prompt_input import PromptInput
     from tuiapp.ui.widgets.transcript import Transcript
     from tuiapp.workspace import Workspace
 
@@ -115,9 +112,7 @@ async def app_consume(project: Path) -> tuple[float, list[float], int]:
     store = Store.open()  # as `kep` runs: the session is recorded while it streams
     app = make_app(ws, model="fake/bench", store=store)
     marks: dict[str, float] = {}
-    pending: dict[str, float] = {}
-    latencies: list[float] = []
-    key_seen = asyncio.Event()
+    keys = KeyTypist(app)
     ended = asyncio.Event()
 
     def hook(message: Any) -> None:
@@ -127,23 +122,11 @@ async def app_consume(project: Path) -> tuple[float, list[float], int]:
         elif isinstance(message, CoreEvent) and isinstance(message.event, TurnEnded):
             marks.setdefault("ended", now)
             ended.set()
-        elif (isinstance(message, TextArea.Changed) and isinstance(message.text_area, PromptInput)
-              and "key" in pending):
-            latencies.append(now - pending.pop("key"))
-            key_seen.set()
+        keys.seen(message)
 
     async def typist() -> None:
-        while "ended" not in marks:
-            key_seen.clear()
-            pending["key"] = time.perf_counter()
-            send_key(app, "x", "x")
-            try:
-                await asyncio.wait_for(key_seen.wait(), 30)
-            except TimeoutError:
-                latencies.append(30.0)
-                pending.pop("key", None)
-            with suppress(TimeoutError):  # the next key in 100 ms, unless the turn ends first
-                await asyncio.wait_for(ended.wait(), 0.1)
+        # The next key in 100 ms, unless the turn ends first.
+        await keys.type_until(lambda: "ended" in marks, stop=ended)
 
     async with app.run_test(size=(120, 40), message_hook=hook) as pilot:
         await app.tools_ready.wait()
@@ -163,7 +146,7 @@ async def app_consume(project: Path) -> tuple[float, list[float], int]:
         shown = time.perf_counter() - marks["first"]
         reply = sum(len(m.content) for m in app.chat.history if m.role == "assistant")
     store.close()
-    return shown, latencies, reply
+    return shown, keys.latencies, reply
 
 
 def write_project(root: Path, api: str, base_url: str) -> Path:

@@ -181,3 +181,76 @@ async def test_after_a_huge_reply_the_next_turn_is_shown(tmp_path: Path) -> None
         await until(pilot, lambda: "the second answer" in _screen_text(pilot), timeout=BOUND,
                     what="the second reply on screen")
         assert "second" in _screen_text(pilot)
+
+
+async def test_a_flood_larger_than_one_flush_is_drawn_whole_and_recorded(
+        tmp_path: Path) -> None:
+    """5 MB in one delta is drawn a FLUSH_MAX at a time: nothing lost or doubled at the
+    seams, a code fence open across a seam still draws as code at the end, and the session
+    store (written by its thread) has the whole reply once the turn is over."""
+    from tuiapp.core.store import Store
+    from tuiapp.ui.widgets.reply import FLUSH_MAX
+
+    text = ("prose " * 30 + "\n\n") * (FLUSH_MAX // 182) + "```python\n" + (
+        "x = 1  # code\n" * (FLUSH_MAX // 10)) + MARK
+    assert len(text) > 2 * FLUSH_MAX
+    store = Store.open(tmp_path / "sessions.db")
+    provider = ScriptedProvider([[TextDelta(text), StreamEnd("end_turn")]])
+    app = app_for(make_project(tmp_path / "proj"), provider=provider, store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        await until(pilot, lambda: MARK in _screen_text(pilot), timeout=BOUND,
+                    what="the end of the reply on screen")
+        await wait_idle(pilot)
+        (reply,) = app.query(AssistantReply)
+        chunks = list(reply.query(ReplyMarkdown))
+        assert "".join(c.text for c in chunks) == text
+        assert chunks[-1].drawn_source.startswith("```python\n")  # still code at the end
+        sid = app.chat.session_id
+        assert sid is not None
+        app.chat.settle()
+        with Store.open(store.path) as other:
+            assert [m.content for m in other.load_messages(sid)] == ["go", text]
+    store.close()
+
+
+async def test_esc_during_a_flood_of_several_flushes_keeps_all_of_it(tmp_path: Path) -> None:
+    text = "w " * 2_500_000  # 5 MB: more than two flushes' worth
+    app = app_for(make_project(tmp_path / "proj"), provider=HangingProvider(text))
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        await until(pilot, lambda: bool(app.query(AssistantReply).results()), what="the reply")
+        _press(pilot, "escape")
+        await until(pilot, lambda: not app.busy, timeout=BOUND, what="the turn to stop")
+        (reply,) = app.query(AssistantReply)
+        await until(pilot, lambda: reply.interrupted and reply.done, timeout=BOUND,
+                    what="the reply to be marked interrupted")
+        assert "".join(c.text for c in reply.query(ReplyMarkdown)) == text
+
+
+async def test_the_top_of_a_flood_is_drawn_when_scrolled_to_with_few_widgets(
+        tmp_path: Path) -> None:
+    """A flood starts as frozen spans; scrolled to, a span is split a few ways at a time
+    (each part split again if in view), never into all its chunks at once."""
+    from tuiapp.ui.widgets.transcript import Transcript
+
+    text = "FIRSTWORDS here.\n\n" + ("filler words in a paragraph " * 40 + "\n\n") * 4000
+    provider = ScriptedProvider([[TextDelta(text), StreamEnd("end_turn")]])
+    app = app_for(make_project(tmp_path / "proj"), provider=provider)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go")
+        await wait_idle(pilot)
+        (reply,) = app.query(AssistantReply)
+        app.query_one(Transcript).scroll_home(animate=False)
+        await until(pilot, lambda: "FIRSTWORDS" in _screen_text(pilot), timeout=BOUND,
+                    what="the first words on screen")
+        await wait_idle(pilot)
+        chunks = list(reply.query(ReplyMarkdown))
+        assert "".join(c.text for c in chunks) == text
+        # A span still frozen, shown now: split SPLIT_WAYS ways, not into its ~40 chunks.
+        span = next(c for c in reversed(chunks) if c.frozen and len(c.text) > 4 * HARD_CHARS)
+        await span.thaw()
+        await pilot.pause()
+        after = list(reply.query(ReplyMarkdown))
+        assert len(chunks) < len(after) <= len(chunks) + 8  # (SPLIT_WAYS, not ~40)
+        assert "".join(c.text for c in after) == text

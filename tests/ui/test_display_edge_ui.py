@@ -154,3 +154,30 @@ async def test_the_tuis_session_export_has_no_raw_control_character(tmp_path: Pa
     text = target.read_text(encoding="utf-8")
     assert not UNSAFE.search(text)
     assert "Reply ␛]52;c;ZWNobyBwd25lZA==␇" in text and "hi ␛]2;pwned␛\\" in text
+
+
+async def test_the_approval_panel_shows_bidi_controls_as_markers(tmp_path: Path) -> None:
+    """Trojan Source: what the user approves is what runs. An override in an argument, a
+    direction mark in the tool's file name, an isolate in a called name: each is a visible
+    ⟨U+…⟩ marker, never a reordering of what is shown."""
+    from tui_helpers import wait_approval
+
+    root = tmp_path / "proj"
+    (root / "prompts" / "functions").mkdir(parents=True)
+    write_tool(root / "prompts" / "functions" / "evil\u200f", EVIL_NAME)
+    (root / "kep.toml").write_text("[tools]\nbuiltins = false\n")  # a project tool: asked
+    provider = ScriptedProvider([
+        [ToolCall("c1", "evil", {"path": "/tmp/x\u202egpj.txt"}),
+         ToolCall("c2", "ghost\u2066name\u2069", {}), StreamEnd("tool_use")],
+        [TextDelta("ok"), StreamEnd("end_turn")]])
+    app = app_for(root, provider=provider)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(pilot, "go")
+        await wait_approval(pilot)
+        await pilot.pause(0.1)
+        screen = _screen(pilot)
+        bad = re.search("[\u202a-\u202e\u2066-\u2069\u200e\u200f]", screen)
+        assert not bad, screen[max(0, bad.start() - 300):bad.start() + 50]
+        assert "/tmp/x⟨U+202E⟩gpj.txt" in screen  # the argument, as it will run
+        assert "evil⟨U+200F⟩" in screen  # where it comes from
+        assert "ghost⟨U+2066⟩name⟨U+2069⟩" in screen  # the unknown tool's block

@@ -110,3 +110,58 @@ async def test_a_resumed_session_gets_its_tool_panes_back(proj: Path) -> None:
         assert restored.strip() == live.strip()  # the same output, without kep's footer
         assert "[kep:" not in restored
     store.close()
+
+
+HOLDER = """
+import sys, time
+from tuiapp.core.session_lock import acquire
+from tuiapp.core.store import Store
+store = Store.open(sys.argv[1])
+acquire(store, sys.argv[2])
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+async def test_opening_a_session_another_live_kep_holds_is_refused(proj: Path) -> None:
+    """ctrl+o to a session another kep is writing: one line naming that kep's pid, nothing
+    written into it, and the chat open now goes on as before."""
+    import subprocess
+    import sys
+
+    store = Store.open()
+    other = saved(store, proj, "theirs")
+    before = store.load_messages(other)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(store.path), other],
+                              stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parents[2])
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        app = app_for(proj, store=store)
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, "mine")
+            await wait_idle(pilot)
+            mine = app.chat.session_id
+            assert mine is not None and mine != other
+            await pilot.press("ctrl+o")
+            await until(pilot, lambda: isinstance(app.screen, SessionPicker), what="picker")
+            await pilot.press(*other[:6])
+            await pilot.pause()
+            await pilot.press("enter")
+            await until(pilot, lambda: any("another kep" in str(n.message)
+                                           for n in app._notifications), what="the refusal")
+            (note,) = [n for n in app._notifications if "another kep" in str(n.message)]
+            assert f"session {other} is open in another kep (pid {holder.pid})" in note.message
+            assert "\n" not in note.message and note.severity == "error"
+            assert app.chat.session_id == mine  # still here, still usable
+            assert [str(u.render()) for u in app.query(UserMessage)] == ["mine"]
+            await send(pilot, "still here")
+            await wait_idle(pilot)
+            assert [str(u.render()) for u in app.query(UserMessage)] == ["mine", "still here"]
+        assert store.load_messages(other) == before  # never written by this kep
+        assert [m.content for m in store.load_messages(mine) if m.role == "user"] == [
+            "mine", "still here"]
+    finally:
+        holder.kill()
+        holder.wait()
+    store.close()

@@ -186,3 +186,29 @@ def test_bad_bound_values_are_one_clear_error(tmp_path: Path) -> None:
             parse({"tools": tools}, "kep.toml", tmp_path)
         assert e.value.key == key
     assert parse({"tools": {"max_parallel": 0.5}}, "k", tmp_path).tools.max_parallel == 1
+
+
+async def test_kep_run_text_mode_prints_a_line_as_each_call_queues_and_starts(
+        tmp_path: Path) -> None:
+    """What the TUI shows as "queued", `kep run` says on stderr: one line when a call waits
+    for a slot, one when it starts; calls that never waited print no extra line."""
+    import io
+
+    from tuiapp.commands.run import Printer
+
+    r = runner(tmp_path, max_parallel=2)
+    spec = _concurrency_tool(tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    printer = Printer(False, out=out, err=err)
+    calls = [ToolCall(f"c{i}", "busy", {}) for i in range(5)]
+    results = await asyncio.gather(*(r.execute(spec, c, printer) for c in calls))
+    assert all(f.status == "ok" for f in results)
+    lines = err.getvalue().splitlines()
+    queued = [line for line in lines if "queued" in line]
+    started = [line for line in lines if line.endswith(" started")]
+    assert queued == ["  busy queued (waiting for a free slot)",
+                      "  busy queued (waiting for a free slot, 1 ahead)",
+                      "  busy queued (waiting for a free slot, 2 ahead)"]
+    assert started == ["  busy started"] * 3  # the three that waited, as each got a slot
+    assert out.getvalue() == ""  # stdout stays the reply's
+    assert sum(line.startswith("✔ busy ok") for line in lines) == 5

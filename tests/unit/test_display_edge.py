@@ -82,6 +82,37 @@ def test_json_keeps_the_data_and_escapes_what_json_dumps_leaves_raw() -> None:
     assert json.loads(out) == data
 
 
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+MARKS = "\u200e\u200f\u061c"
+
+
+def test_bidi_overrides_and_isolates_are_shown_as_markers_everywhere() -> None:
+    """Trojan Source: an override makes `x\u202egpj.txt` look like `xtxt.jpg`."""
+    out = printable("rm /tmp/x\u202egpj.txt")
+    assert out == "rm /tmp/x⟨U+202E⟩gpj.txt"
+    assert printable(BIDI) == "".join(f"⟨U+{ord(c):04X}⟩" for c in BIDI)
+    assert printable_line(f"to{BIDI}ol") == "to" + printable(BIDI) + "ol"
+    assert printable(f"\x1b[1m{BIDI}", drop_escapes=True) == printable(BIDI)
+    assert not re.search("[\u202a-\u202e\u2066-\u2069]", printable("é" + BIDI * 1000))
+
+
+def test_direction_marks_are_kept_in_prose_and_shown_in_names() -> None:
+    prose = "שלום \u200fworld\u200e!"
+    assert printable(prose) is prose  # right-to-left prose uses them properly
+    assert printable_line(f"rm{MARKS}") == "rm⟨U+200E⟩⟨U+200F⟩⟨U+061C⟩"
+    assert printable(f"a{MARKS}", marks=True) == "a⟨U+200E⟩⟨U+200F⟩⟨U+061C⟩"
+    # Other format characters (an emoji's zero-width joiner) are left alone.
+    family = "👨\u200d👩\u200d👧"
+    assert printable(family) is family and printable_line(family) == family
+
+
+def test_json_escapes_bidi_controls_and_keeps_the_data() -> None:
+    data = {"name": f"x{BIDI}{MARKS}y"}
+    out = json_printable(json.dumps(data, ensure_ascii=False))
+    assert not re.search("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]", out)
+    assert json.loads(out) == data
+
+
 def test_a_2mb_clean_text_costs_one_scan() -> None:
     big = "word " * 400_000
     assert printable(big) is big

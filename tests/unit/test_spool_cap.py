@@ -36,6 +36,21 @@ async def test_one_call_over_spool_max_mb_keeps_head_and_tail(tmp_path: Path) ->
     omitted = int(note.split("): ")[1].split(" bytes")[0])
     assert omitted > 3.9 * MB
     assert text.rstrip().endswith("ms]")  # the footer is still there
+    # What the model is told is true: that file does not have the full output.
+    assert fin.truncated and "full output" not in fin.result
+    said = fin.result[fin.result.index(str(spool)):].split("\n", 1)[0]
+    assert "keeps only the head and the tail of the output" in said
+    cut = int(said.split(": ")[1].split(" bytes cut")[0])
+    assert abs(cut - omitted) < 64 * 1024, (cut, omitted)  # (told before the tail settles)
+    assert "[tools] spool_max_mb" in said
+
+
+async def test_a_spool_that_has_everything_says_full_output(tmp_path: Path) -> None:
+    r = runner(tmp_path, spool_max_mb=100)
+    fin = await run(r, flood(tmp_path, "mid", 100_000), rec=Recorder())  # type: ignore[arg-type]
+    assert fin.truncated  # over output_cap for the model, all of it in the spool
+    assert f"full output: {fin.spool_path}" in fin.result
+    assert "spool limit" not in Path(fin.spool_path).read_text()
 
 
 async def test_the_session_budget_caps_all_calls_together(tmp_path: Path) -> None:

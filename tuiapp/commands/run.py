@@ -28,7 +28,9 @@ from tuiapp.core.events import (
     Retrying,
     TextDelta,
     ToolCallDecided,
+    ToolCallQueued,
     ToolCallRequested,
+    ToolCallStarted,
     ToolFinished,
 )
 from tuiapp.core.messages import ToolCall
@@ -48,6 +50,7 @@ class Printer:
         self.failed = False
         self._at_line_start = True
         self._reply_text = StreamPrintable()  # the display edge (core.display)
+        self._queued: set[str] = set()  # calls waiting for a slot ([tools] max_parallel)
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, ToolFinished) and event.status in ("failed", "timed_out"):
@@ -72,6 +75,13 @@ class Printer:
         elif isinstance(event, ToolCallRequested):
             args = json.dumps(event.call.arguments, ensure_ascii=False)
             self._note(f"→ {event.call.name} {args}")
+        elif isinstance(event, ToolCallQueued):  # as the TUI shows it: "queued"
+            self._queued.add(event.call_id)
+            ahead = f", {event.ahead} ahead" if event.ahead else ""
+            self._note(f"  {event.name} queued (waiting for a free slot{ahead})")
+        elif isinstance(event, ToolCallStarted) and event.call_id in self._queued:
+            self._queued.discard(event.call_id)
+            self._note(f"  {event.name} started")
         elif isinstance(event, ToolCallDecided) and event.decision == "deny":
             self._note(f"  denied: {event.rule}")
         elif isinstance(event, ToolFinished):

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import queue
 import sqlite3
+import threading
+from collections import deque
 from collections.abc import Callable
 
-from tuiapp.core.events import Event
+from tuiapp.core.events import Event, MessageAdded, TextDelta, ToolFinished
 from tuiapp.core.session_lock import acquire
 from tuiapp.core.store import Store
+from tuiapp.core.store_schema import StoreError
 
 Sink = Callable[[Event], None]
 
@@ -50,3 +55,129 @@ def chain(*sinks: Sink) -> Sink:
             sink(event)
 
     return emit
+
+
+BIG_EVENT = 256 * 1024  # characters: an event this large is committed by a writer thread
+
+
+def event_size(event: Event) -> int:
+    """About how many characters recording `event` writes (its text, content or result)."""
+    if isinstance(event, TextDelta):
+        return len(event.text)
+    if isinstance(event, MessageAdded):
+        message = event.message
+        return len(message.content) + sum(len(str(c.arguments)) for c in message.tool_calls)
+    if isinstance(event, ToolFinished):
+        return len(event.result)
+    return 0
+
+
+class OrderedRecorder:
+    """A SessionRecorder for an event loop: a huge event is committed by a writer thread, so
+    the loop (the keys, the screen) never waits ~0.2 s for a 10 MB reply to be written.
+
+    The promise of "record first" holds: `record(event, then)` runs `then` (showing the event)
+    on the loop only once the event is committed, and in the order the events came. Small
+    events are committed at once on the loop's thread, as SessionRecorder does, while nothing
+    waits for the writer; from a big event on, every event goes through the writer (one
+    thread, first in first out) until it has caught up. The writer has its own connection
+    (a Store is used by the thread that opened it); SQLite's own lock orders it with the
+    loop's connection, and nothing else writes this session meanwhile (session_lock).
+    """
+
+    def __init__(self, recorder: SessionRecorder, loop: asyncio.AbstractEventLoop) -> None:
+        self.recorder = recorder
+        self._loop = loop
+        self._jobs: queue.SimpleQueue[Event | None] = queue.SimpleQueue()
+        self._writer: threading.Thread | None = None
+        self._backlog: deque[tuple[bool, Callable[[], None]]] = deque()  # (awaits a commit, then)
+        self._committed = 0  # commits not yet matched to their event in _backlog
+        self._busy = 0  # events handed to the writer, not committed yet
+        self._generation = 0  # a drained writer's late commit callbacks are ignored
+
+    @property
+    def error(self) -> str | None:
+        return self.recorder.error
+
+    def record(self, event: Event, then: Callable[[], None]) -> None:
+        if not self._busy and not self._backlog and event_size(event) < BIG_EVENT:
+            self.recorder(event)
+            then()
+            return
+        self._backlog.append((True, then))
+        self._busy += 1
+        self._start_writer()
+        self._jobs.put(event)
+
+    def after(self, then: Callable[[], None]) -> None:
+        """Run `then` once every event recorded so far is committed (at once if it is)."""
+        if self._backlog:
+            self._backlog.append((False, then))
+        else:
+            then()
+
+    async def settled(self) -> None:
+        """Until every event recorded so far is committed and shown."""
+        done = self._loop.create_future()
+        self.after(lambda: done.done() or done.set_result(None))
+        await done
+
+    def drain(self) -> None:
+        """Block until the writer has committed everything and closed (closing a session:
+        the next reader, or the next owner of the session, finds it all on disk)."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            self._jobs.put(None)
+            writer.join()
+        self._generation += 1
+        self._committed = self._busy = 0
+        while self._backlog:  # the commit callbacks the loop has not run yet
+            self._backlog.popleft()[1]()
+
+    def _start_writer(self) -> None:
+        if self._writer is None:
+            self._writer = threading.Thread(target=self._write, args=(self._generation,),
+                                            name="kep-session-writer", daemon=True)
+            self._writer.start()
+
+    def _write(self, generation: int) -> None:
+        own = self.recorder
+        try:
+            store = Store.open(own.store.path)
+        except (StoreError, sqlite3.Error) as e:
+            store, failure = None, f"session {own.session_id} is no longer being saved: {e}"
+        else:
+            store._runs.update(own.store._runs)  # the run that Usage totals go under
+            failure = None
+        try:
+            while (event := self._jobs.get()) is not None:
+                if own.error is None and failure is None and store is not None:
+                    try:
+                        store.record(own.session_id, event)
+                    except sqlite3.Error as e:
+                        failure = f"session {own.session_id} is no longer being saved: {e}"
+                try:
+                    self._loop.call_soon_threadsafe(self._done, generation, failure)
+                except RuntimeError:  # the loop is closed: nobody waits for this any more
+                    pass
+        finally:
+            if store is not None:
+                store.close()
+
+    def _done(self, generation: int, failure: str | None) -> None:
+        if generation != self._generation:
+            return
+        if failure is not None and self.recorder.error is None:
+            self.recorder.error = failure
+            if self.recorder.on_error is not None:
+                self.recorder.on_error(failure)
+        self._busy = max(0, self._busy - 1)
+        self._committed += 1
+        while self._backlog:
+            waits, then = self._backlog[0]
+            if waits:
+                if not self._committed:
+                    break
+                self._committed -= 1
+            self._backlog.popleft()
+            then()

@@ -14,8 +14,10 @@ transaction. A draft left behind by a killed process is shown as an interrupted 
 reply, and turned into a real message when the session is resumed (`begin_run`).
 
 Threads: one connection, used from the thread that opened it (sqlite3's check_same_thread
-enforces it). The TUI calls the store from its event-loop thread only. Other processes
-(`kep sessions` while the TUI writes) are fine: WAL readers never block the writer.
+enforces it). The TUI calls the store from its event-loop thread, except for huge events:
+recorder.OrderedRecorder writes those from a thread with its own Store, and shows them once
+they are committed. Other processes (`kep sessions` while the TUI writes) are fine: WAL
+readers never block the writer.
 
 Secrets: the store sees only events and messages, never provider config or headers.
 

@@ -30,6 +30,28 @@ from tuiapp.core.session_history import answer_dangling_calls, make_title
 RESULT_CAP = 64 * 1024  # characters of a tool result kept in tool_calls (the message has it all)
 
 
+JSON_SLICE = 256 * 1024  # characters of a reply's text encoded per json.dumps call
+
+
+def message_json(message: Message) -> str:
+    """json.dumps(message.to_dict()), a huge content encoded a slice at a time: one call on
+    10 MB holds the GIL for ~40 ms, which stalls the event loop when a writer thread records
+    it (recorder.OrderedRecorder). Escaping a string slice by slice gives the same text."""
+    data = message.to_dict()
+    content = message.content
+    if len(content) <= JSON_SLICE:
+        return json.dumps(data, ensure_ascii=False)
+    data["content"] = ""
+    head = json.dumps(data, ensure_ascii=False)
+    # "role" comes first and is never empty: the first "content": "" is this one.
+    at = head.index('"content": ""') + len('"content": "')
+    parts = [head[:at]]
+    parts.extend(json.dumps(content[i:i + JSON_SLICE], ensure_ascii=False)[1:-1]
+                 for i in range(0, len(content), JSON_SLICE))
+    parts.append(head[at:])
+    return "".join(parts)
+
+
 class EventRecording:
     """Mixed into Store, which provides the connection helpers declared here."""
 
@@ -116,7 +138,7 @@ class EventRecording:
         seq = self._one("SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id=?",
                         session_id)
         db.execute("INSERT INTO messages (session_id, seq, data, created) VALUES (?, ?, ?, ?)",
-                   (session_id, seq, json.dumps(message.to_dict(), ensure_ascii=False), now))
+                   (session_id, seq, message_json(message), now))
 
     def _seal_draft(self, db: sqlite3.Connection, session_id: str) -> None:
         text = self._draft_text(session_id)

@@ -152,6 +152,7 @@ class Spool:
         self.written = 0
         self.tail: TailBuffer | None = None  # set once the head is full
         self.cut_by = ""
+        self.omitted = 0  # bytes left out of the file (known at close)
 
     def write(self, stream: str, text: str) -> None:
         if not text or self.broken:
@@ -207,6 +208,18 @@ class Spool:
             text = data[room:].decode("utf-8", errors="ignore")
         self.tail.add(text.encode("utf-8", errors="replace"))
 
+    def output_note(self) -> str:
+        """Appended to a truncation note for the model: where the output is, and whether that
+        file has all of it (past the spool's limits it keeps the head and the tail only)."""
+        if self.tail is None and not self.omitted:
+            return f"; full output: {self.path}"
+        cut = self.omitted if self.tail is None else self.tail.total - min(
+            self.tail.total, self.tail_keep)
+        limit = ("[tools] spool_max_mb" if self.cut_by == "per call"
+                 else "[tools] spool_session_mb")
+        return (f"; {self.path} keeps only the head and the tail of the output: "
+                f"{cut} bytes cut there ({limit})")
+
     def close(self, footer: str) -> None:
         if self.tail is not None and self.f is not None and not self.broken:
             kept = self.tail.value()
@@ -214,7 +227,7 @@ class Spool:
                 kept = kept[len(kept) - self.budget.take(len(kept)):]
             if len(kept) < self.tail.total and b"\n" in kept[:-1]:
                 kept = kept[kept.index(b"\n") + 1 :]  # start the tail on a whole line
-            omitted = self.tail.total - len(kept)
+            omitted = self.omitted = self.tail.total - len(kept)
             limit = ("[tools] spool_max_mb per call" if self.cut_by == "per call"
                      else "[tools] spool_session_mb for this session")
             note = (
@@ -293,17 +306,13 @@ class Sink:
         self.batcher.flush(final=True)
 
 
-def full_output_note(spool_path: Path) -> str:
-    """Appended to a truncation note, so the model knows where the rest is."""
-    return f"; full output: {spool_path}"
-
-
-def cap_text(text: str, cap: int, spool_path: Path) -> str:
-    """The model's share of an already whole text (e.g. a huge $LLM_OUTPUT): head, note, tail."""
+def cap_text(text: str, cap: int, where: str) -> str:
+    """The model's share of an already whole text (e.g. a huge $LLM_OUTPUT): head, note, tail.
+    `where`: Spool.output_note()."""
     data = text.encode("utf-8", errors="replace")
     head, tail = data[: cap - cap // 4], data[-(cap // 4) :] if cap >= 4 else b""
     omitted = len(data) - len(head) - len(tail)
-    what = f"{omitted} bytes omitted of {len(data)}{full_output_note(spool_path)}"
+    what = f"{omitted} bytes omitted of {len(data)}{where}"
     return (
         head.decode("utf-8", errors="replace")
         + f"\n[… output truncated: {what} …]\n"

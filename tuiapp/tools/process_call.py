@@ -18,7 +18,6 @@ from tuiapp.core.events import ToolStatus
 from tuiapp.tools.call_output import (
     STDERR_KEEP,
     Sink,
-    full_output_note,
     open_private,
     read_capped,
 )
@@ -117,7 +116,7 @@ async def run_process(
         if own_out_file and out_file is not None:
             with contextlib.suppress(OSError):
                 out_file.unlink()
-    partial = sink.stdout.text(full_output_note(spool_path))
+    partial = sink.stdout.text(sink.spool.output_note())
     elapsed = f"{timeout:g} s"
     if timed_out:
         return (

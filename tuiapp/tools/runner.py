@@ -43,7 +43,6 @@ from tuiapp.tools.call_output import (
     Spool,
     SpoolBudget,
     cap_text,
-    full_output_note,
 )
 from tuiapp.tools.formats.base import FormatContext, ToolFormat
 from tuiapp.tools.in_flight import CallGate, InFlight
@@ -238,7 +237,7 @@ class Runner:
         text = sink.secrets.redact(text)
         text, images = _withhold_secret_images(text, images, sink.secrets)
         if len(text.encode("utf-8", errors="replace")) > cap + 1024:  # e.g. a huge $LLM_OUTPUT
-            text, truncated = cap_text(text, cap, spool_path), True
+            text, truncated = cap_text(text, cap, sink.spool.output_note()), True
         exit_part = f", exit code {code}" if code is not None else ""  # cancelled: no exit
         footer = f"[kep: {status.replace('_', ' ')}{exit_part}, {duration} ms]"
         sink.spool.close(footer)
@@ -248,7 +247,7 @@ class Runner:
         emit(fin)
         return RunOutcome(
             fin,
-            sink.stdout.text(full_output_note(spool_path)),
+            sink.stdout.text(sink.spool.output_note()),
             sink.stderr.value().decode("utf-8", errors="replace"),
             truncated,
         )

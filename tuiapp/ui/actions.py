@@ -126,6 +126,7 @@ class SessionActions(App[int]):
     async def _switch_chat(self, session_id: str | None, history: Sequence[Message]) -> None:
         from tuiapp.ui.widgets.tool_panes import ToolPanes
 
+        self.chat.settle()  # the old session all on disk before another kep may take it
         self.chat = self.new_chat(self.chat.model, session_id, history, self.chat.provider)
         self.approval.drop_closed()
         await self.query_one(Transcript).clear()
@@ -207,6 +208,7 @@ class SessionActions(App[int]):
         from tuiapp.core.transcript import Transcript as Record
         from tuiapp.core.transcript import to_markdown
 
+        self.chat.settle()  # a huge last reply may still be on its way to disk
         target = self.ws.root / f"kep-session-{sid}.md"
         try:
             target.write_text(to_markdown(Record.load(self.store, sid)), encoding="utf-8")

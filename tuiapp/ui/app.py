@@ -107,9 +107,10 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:
         """Notifications carry foreign text (tool names, a server's error): the display edge
-        (core.display) for every one of them."""
+        (core.display) for every one of them, and never read as markup (`markup` is ignored:
+        a `[@click=…]` in a tool's error must not become an action, see ui.literal)."""
         super().notify(printable(message), title=printable_line(title), severity=severity,
-                       timeout=timeout, markup=markup)
+                       timeout=timeout, markup=False)
 
     def _sink(self, event: Event) -> None:
         self.broker.observe(event)

@@ -14,10 +14,11 @@ from importlib import import_module
 
 from tuiapp.config_types import Config
 from tuiapp.core import session_admin
-from tuiapp.core.conversation import Approver, Conversation
+from tuiapp.core.conversation import Approval, Approver, Conversation
 from tuiapp.core.events import Event, Notice, ToolCallStarted, ToolFinished
-from tuiapp.core.messages import Message
-from tuiapp.core.recorder import SessionRecorder
+from tuiapp.core.messages import Message, ToolCall
+from tuiapp.core.policy import Verdict
+from tuiapp.core.recorder import OrderedRecorder, SessionRecorder
 from tuiapp.core.session_start import StartPlan
 from tuiapp.core.store import Store
 from tuiapp.core.store_schema import StoreError
@@ -115,7 +116,7 @@ class ChatSession:
         self.provider: Provider = provider or LazyProvider(ws.config, model)
         self._sink = sink
         self._approver = approver
-        self._recorder: Callable[[Event], None] | None = None
+        self._recorder: OrderedRecorder | None = None
         self.conversation: Conversation | None = None
         self.runner: Runner | None = None
         self.running: dict[str, str] = {}  # call id → tool name, for cancel
@@ -129,14 +130,27 @@ class ChatSession:
         return self.conversation.history if self.conversation else self._history
 
     def emit(self, event: Event) -> None:
-        # Record first: whatever the user sees is already on disk.
-        if self._recorder is not None:
-            self._recorder(event)
         if isinstance(event, ToolCallStarted):
             self.running[event.call_id] = event.name
         elif isinstance(event, ToolFinished):
             self.running.pop(event.call_id, None)
-        self._sink(event)
+        # Record first: whatever the user sees is already on disk (a huge event is written
+        # by a thread and shown once it is, see OrderedRecorder).
+        if self._recorder is not None:
+            self._recorder.record(event, lambda: self._sink(event))
+        else:
+            self._sink(event)
+
+    async def _ask(self, call: ToolCall, spec: ToolSpec, verdict: Verdict) -> Approval:
+        """The approver, asked only once the events before the question are shown."""
+        if self._recorder is not None:
+            await self._recorder.settled()
+        return await self._approver(call, spec, verdict)
+
+    def settle(self) -> None:
+        """Block until every event is on disk (before the session is read, or let go)."""
+        if self._recorder is not None:
+            self._recorder.drain()
 
     def _conversation(self) -> Conversation:
         if self.conversation is None:
@@ -144,7 +158,7 @@ class ChatSession:
             spool_id = self.session_id or f"unsaved-{uuid.uuid4().hex[:8]}"
             self.runner = runner = self.ws.runner(spool_id)
             self.conversation = self.ws.conversation(
-                self.provider, runner, self._approver, self.emit, self._history)
+                self.provider, runner, self._ask, self.emit, self._history)
         return self.conversation
 
     def _open_record(self) -> None:
@@ -154,14 +168,14 @@ class ChatSession:
             if self.session_id is None:
                 self.session_id = self.store.create_session(self.ws.root, self.model)
                 session_admin.remember_open(self.ws.root, self.session_id)
-            self._recorder = SessionRecorder(self.store, self.session_id,
-                                             on_error=self._store_failed)
+            self._recorder = OrderedRecorder(
+                SessionRecorder(self.store, self.session_id, on_error=self._store_failed),
+                asyncio.get_running_loop())
         except (StoreError, sqlite3.Error, LookupError) as e:  # never lose the chat to it
             self._store_failed(f"this chat is not being saved: {e}")
 
     def _store_failed(self, message: str) -> None:
-        self._recorder = None
-        self._sink(Notice(message, "error"))
+        self._sink(Notice(message, "error"))  # (the recorder records nothing more)
 
     def preload(self) -> None:
         """Build the provider in the background (after the first frame, once tools are in)."""
@@ -211,6 +225,7 @@ class ChatSession:
 
     async def close(self) -> None:
         """Release network clients (the app calls this on exit)."""
+        self.settle()
         for provider in (*self._retired, self.provider):
             try:
                 await provider.aclose()

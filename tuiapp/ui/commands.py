@@ -11,6 +11,7 @@ from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
 from tuiapp.config_types import Config
+from tuiapp.ui.literal import escaped, highlighted, literal
 
 if TYPE_CHECKING:
     from tuiapp.ui.app import KepApp
@@ -90,14 +91,16 @@ class ModelCommands(Provider):
 
     async def discover(self) -> Hits:
         for name, note in self._models().items():
-            yield DiscoveryHit(name, partial(self._pick, name), help=note)
+            yield DiscoveryHit(literal(name, line=True), partial(self._pick, name),
+                               text=name, help=escaped(note))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         models = self._models()
         for name, note in models.items():
             if (score := matcher.match(name)) > 0:
-                yield Hit(score, matcher.highlight(name), partial(self._pick, name), help=note)
+                yield Hit(score, highlighted(matcher, name), partial(self._pick, name),
+                          text=name, help=escaped(note))
         typed = query.strip()
         if "/" in typed and typed not in models:
             yield Hit(1.0, Content.assemble("Use model ", (typed, "bold")),

@@ -19,6 +19,7 @@ from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from tuiapp.core.events import PromptOutput
+from tuiapp.ui.literal import escaped, highlighted, literal
 from tuiapp.ui.messages import CoreEvent
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.starters import Starters
@@ -68,14 +69,15 @@ class StartCommands(Provider):
 
     async def discover(self) -> Hits:
         for title, help_text, action in self._entries():
-            yield DiscoveryHit(title, action, help=help_text)  # type: ignore[arg-type]
+            yield DiscoveryHit(literal(title, line=True), action,  # type: ignore[arg-type]
+                               text=title, help=escaped(help_text))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for title, help_text, action in self._entries():
             if (score := matcher.match(title)) > 0:
-                yield Hit(score, matcher.highlight(title), action,  # type: ignore[arg-type]
-                          help=help_text)
+                yield Hit(score, highlighted(matcher, title), action,  # type: ignore[arg-type]
+                          text=title, help=escaped(help_text))
 
 
 def __getattr__(name: str) -> Any:

@@ -269,7 +269,8 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
         self.query_one(".approval-source", Static).update(
             Content.assemble(("from ", "dim"), printable_line(source),
                              (f"  ({req.spec.format})", "dim")))
-        pretty = printable(json.dumps(req.call.arguments, indent=2, ensure_ascii=False))
+        pretty = printable(json.dumps(req.call.arguments, indent=2, ensure_ascii=False),
+                           marks=True)  # what runs: every direction control shown
         from textual.highlight import highlight  # Pygments: loaded when first needed
 
         self.query_one(".approval-json", Static).update(highlight(pretty, language="json"))

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from textual.content import Content
 
+from tuiapp.core.display import printable_line
 from tuiapp.core.events import ToolCallDecided, ToolFinished
 from tuiapp.core.messages import ToolCall
 
@@ -56,7 +57,7 @@ class ReplyCalls:
             style = "bold" if here else ("dim" if call.id in self.outcome else "")
             rows.append(Content.assemble(
                 ("▶ " if here else "  ", "$accent"), (f"{i}/{n} ", "dim"),
-                (call.name, style or "bold"), " ", (_arguments(call), style),
+                (printable_line(call.name), style or "bold"), " ", (_arguments(call), style),
                 ("  " + state, "$text-warning" if here else "dim")))
         return Content("\n").join(rows)
 
@@ -65,7 +66,7 @@ class ReplyCalls:
 
 
 def _arguments(call: ToolCall) -> str:
-    text = json.dumps(call.arguments, ensure_ascii=False)  # control characters come out escaped
+    text = json.dumps(call.arguments, ensure_ascii=False)  # (C0 controls come out escaped)
     if len(text) > ARGS_SHOWN:
         text = f"{text[:ARGS_SHOWN]}… ({len(text) - ARGS_SHOWN:,} more characters)"
-    return text
+    return printable_line(text)  # C1 controls, DEL and bidi controls do not

@@ -16,6 +16,7 @@ from textual.widgets import Static
 
 from tuiapp.config_types import Config
 from tuiapp.core import project_marks
+from tuiapp.core.display import printable_line
 from tuiapp.tools.model import BrokenTool, ToolSpec
 
 TOOLS_SHOWN = 12
@@ -99,7 +100,7 @@ class FirstRunPanel(Vertical):
             text = Content("No tools found. Add executables to prompts/functions/ (kep init "
                            "copies the built-in ones there).")
         else:
-            names = ", ".join(tools[:TOOLS_SHOWN]) + (
+            names = printable_line(", ".join(tools[:TOOLS_SHOWN])) + (
                 f" and {len(tools) - TOOLS_SHOWN} more" if len(tools) > TOOLS_SHOWN else "")
             parts: list[str | tuple[str, str]] = [
                 f"Tools found ({len(tools)}): ", (names or "none", "$text-success")]

@@ -16,9 +16,7 @@ import asyncio
 import time
 from itertools import pairwise
 
-from textual import events
 from textual.app import ComposeResult
-from textual.await_complete import AwaitComplete
 from textual.containers import Vertical
 from textual.message import Message
 from textual.timer import Timer
@@ -28,7 +26,6 @@ from textual.widgets.markdown import MarkdownStream
 
 from tuiapp.ui.widgets.chunking import (
     CHUNK_CHARS,
-    HARD_CHARS,
     SPAN_CHARS,
     chunk_cuts,
     continues,
@@ -39,120 +36,13 @@ from tuiapp.ui.widgets.chunking import (
     split_reply,
     tail_start,
 )
-from tuiapp.ui.widgets.markdown_blocks import REPLY_BLOCKS
+from tuiapp.ui.widgets.reply_chunk import ReplyMarkdown, WarmUp  # noqa: F401 (re-exported)
 from tuiapp.ui.widgets.thinking import ThinkingBlock
 
 FEED_SLICE = 600  # characters per Markdown append: its parse and mount run as one step
 APPEND_WAIT = 2.0  # seconds to wait for an append before feeding more anyway
-
-
-class ReplyMarkdown(Markdown):
-    """One chunk of a reply. `text` is its part of the reply, kept for freezing and thawing;
-    it is drawn after `reopen` (a code fence's opening line when the chunk starts inside one,
-    see chunking.reopen)."""
-
-    BLOCKS = REPLY_BLOCKS
-
-    def __init__(self, text: str = "", *, frozen_height: int | None = None,
-                 reopen: str = "", continued: bool = False) -> None:
-        frozen = frozen_height is not None
-        # continued: it starts inside a block the chunk before it ends in (a block too long
-        # to keep whole): the two are drawn without a gap (later.tcss).
-        classes = "reply-chunk -continued" if continued else "reply-chunk"
-        super().__init__(None if frozen else (reopen + text or None), classes=classes)
-        self.text = text
-        self.reopen = reopen
-        self.frozen = frozen  # born frozen: never parsed unless scrolled to
-        if frozen_height is not None:
-            self.styles.height = frozen_height
-
-    @property
-    def drawn_source(self) -> str:
-        """What is drawn: the text after its reopening line."""
-        return self.reopen + self.text
-
-    async def _on_mount(self, event: events.Mount) -> None:
-        if self.frozen or not self.drawn_source:
-            # Nothing to draw: Markdown's own handler would parse an empty document (in a
-            # worker thread) and announce an empty table of contents, and frozen chunks are
-            # mounted by the dozen.
-            Widget._on_mount(self, event)
-            event.prevent_default()
-
-    def append(self, markdown: str) -> AwaitComplete:
-        """Markdown.append (what the MarkdownStream calls), telling the reply when done:
-        it feeds one slice at a time."""
-        appending = super().append(markdown)
-
-        async def then_tell() -> None:
-            await appending
-            reply = self.parent
-            if isinstance(reply, AssistantReply):
-                reply.appended()
-
-        return AwaitComplete(then_tell())
-
-    async def freeze(self, height: int | None = None) -> None:
-        """Drop the block widgets, keep the height (or take `height`): the layout then skips
-        its insides."""
-        if not self.frozen:
-            height = self.outer_size.height if height is None else height
-            self.frozen = True
-            await self.remove_children()
-            self.styles.height = height
-
-    async def thaw(self) -> None:
-        if self.frozen and len(self.text) > HARD_CHARS:
-            await self._split()
-        elif self.frozen:
-            self.frozen = False
-            self.styles.height = "auto"
-            await self.update(self.drawn_source)
-
-    async def _split(self) -> None:
-        """A frozen span (text that came faster than it could be drawn) becomes its
-        chunks, still frozen, each at its estimated height: the transcript thaws those in
-        view. Drawn whole, a span would hold the screen for seconds."""
-        parent = self.parent
-        if not isinstance(parent, Widget):
-            return
-        width = parent.content_size.width or 80
-        source = self.drawn_source
-        pieces = split_reply(source)
-        # The first piece starts with this span's own reopening line.
-        pieces[0] = (self.reopen, pieces[0][1][len(self.reopen):])
-        chunks, start = [], 0
-        for opening, text in pieces:
-            chunks.append(ReplyMarkdown(
-                text, reopen=opening, frozen_height=estimate_height(text, width),
-                continued=continues(source, start) if start else self.has_class("-continued")))
-            start += len(text) + (len(self.reopen) if not start else 0)
-        await parent.mount_all(chunks, before=self)
-        await self.remove()
-        if isinstance(parent, AssistantReply):
-            parent.mark_joins()
-
-
-WARM_UP_TEXT = (
-    "# Heading\n\nText with *emphasis*, **strong**, `code` and a [link](https://x).\n\n"
-    "- item\n  - nested\n\n1. first\n\n> quote\n\n```\ncode\n```\n\n"
-    "| a | b |\n|---|---|\n| 1 | 2 |\n\n---\n")
-
-
-class WarmUp(ReplyMarkdown):
-    """A reply chunk with one of each block, mounted hidden once when the app is idle and
-    then removed: the first real reply does not pay for Markdown's first use (the CSS of every
-    block class parsed, their code paths loaded), which would otherwise delay its first
-    words by a few hundred milliseconds."""
-
-    DEFAULT_CSS = "WarmUp { display: none; }"
-
-    def __init__(self) -> None:
-        super().__init__(WARM_UP_TEXT)
-        self.remove_class("reply-chunk")  # not a chunk of any reply
-
-    async def on_mount(self) -> None:
-        self.call_after_refresh(self.remove)
+FLUSH_MAX = 2_000_000  # characters a flush takes (the rest waits for the next one)
+BACKLOG_REST = 0.01  # seconds between two flushes of a flood: keys come first
 
 
 class AssistantReply(Vertical):
@@ -181,6 +71,7 @@ class AssistantReply(Vertical):
         self._appended = asyncio.Event()
         self._draw_cost = 0.0  # seconds the last flush took, waits included
         self._flooded = False  # the last flush had more text than fits on screen
+        self._backlog = False  # the last flush left text of a flood for the next one
         self._marked = False  # the "interrupted" line is shown
         self._started = False  # the first flush is scheduled
         self._ready = False  # mounted, with its first chunk (is_mounted lags in on_mount)
@@ -258,7 +149,10 @@ class AssistantReply(Vertical):
                 await self._flush_locked()
             self._draw_cost = time.perf_counter() - started
             if self._pending and self._timer is None and not self.done:
-                self._schedule()  # text that came while drawing: after a rest
+                if self._backlog:  # the rest of a flood: after the keys waiting, if any
+                    self._timer = self.set_timer(BACKLOG_REST, self._flush)
+                else:
+                    self._schedule()  # text that came while drawing: after a rest
         self.post_message(self.Flushed())  # the transcript freezes what scrolled away
 
     async def _flush_locked(self) -> None:
@@ -269,6 +163,12 @@ class AssistantReply(Vertical):
         self._pending.clear()
         if not text:
             return
+        # At most FLUSH_MAX characters a flush, so that no flush holds the keys for long
+        # (cutting 10 MB into chunks takes ~50 ms); the rest goes on at the next one, soon.
+        self._backlog = len(text) > FLUSH_MAX
+        if self._backlog:
+            self._pending.append(text[FLUSH_MAX:])
+            text = text[:FLUSH_MAX]
         live = self._live or self.query(ReplyMarkdown).last()
         if self._stream is None:
             self._live = live
@@ -285,6 +185,8 @@ class AssistantReply(Vertical):
         # and already ends above the last screenful starts frozen, its height estimated (it
         # is drawn if ever scrolled to, a chunk at a time).
         tail = tail_start(source, width, self._view_height(), first, cuts)
+        if self._backlog and cuts:
+            tail = cuts[-1]  # more is coming at once: none of this can end on screen
         self._flooded = tail is not None and tail > done
         if self._flooded:
             assert tail is not None
@@ -292,19 +194,19 @@ class AssistantReply(Vertical):
             ends = spaced([c for c in cuts if c < tail], SPAN_CHARS, done)
             ends.append(tail)
             fences = fence_starts(source)
-            await self._seal(source[done:ends[0]], hidden=True,
-                             reopening=reopen(source, tail, fences),
-                             continued=continues(source, tail))
             hidden = [ReplyMarkdown(source[start:end], reopen=reopen(source, start, fences),
                                     frozen_height=estimate_height(source[start:end], width),
                                     continued=continues(source, start))
                       for start, end in pairwise(ends)]
-            if hidden:
-                await self.mount_all(hidden, before=self._live)
-                self.mark_joins()
+            await self._seal(source[done:ends[0]], hidden=hidden,
+                             reopening=reopen(source, tail, fences),
+                             continued=continues(source, tail))
             assert self._live is not None
             drawn = self._live.reopen
             source, done = drawn + source[tail:], len(drawn)
+            if self._backlog:  # its last piece goes first into the next flush, drawn from there
+                self._pending.insert(0, source[done:])
+                return
             first = max(CHUNK_CHARS, done)
             cuts = chunk_cuts(source, first)
         # The rest is drawn, in chunks of about CHUNK_CHARS.
@@ -321,7 +223,9 @@ class AssistantReply(Vertical):
         """A chunk followed by one that continues its last block ends with no gap."""
         chunks = list(self.query_children(ReplyMarkdown))
         for chunk, after in pairwise(chunks):
-            chunk.set_class(after.has_class("-continued"), "-joined")
+            if chunk.has_class("-joined") != after.has_class("-continued"):
+                chunk.set_class(after.has_class("-continued"), "-joined")
+                chunk.fit_edges()
 
     def _view_height(self) -> int:
         """Lines of the reply that can be on screen at once."""
@@ -346,20 +250,24 @@ class AssistantReply(Vertical):
         """The live chunk finished an append: the next slice may go."""
         self._appended.set()
 
-    async def _seal(self, rest: str = "", *, hidden: bool = False,
+    async def _seal(self, rest: str = "", *, hidden: list[ReplyMarkdown] | None = None,
                     reopening: str = "", continued: bool = False) -> None:
         """The live chunk is complete: stop its stream, start a new chunk after it (drawn
-        after `reopening`). A hidden one takes `rest` undrawn and freezes at its estimated
-        height."""
+        after `reopening`). With `hidden` (frozen chunks to put between the two), it takes
+        `rest` undrawn and freezes at its estimated height."""
         assert self._stream is not None and self._live is not None
         await self._stop_stream()
         done = self._live
-        if hidden:
+        if hidden is not None:
             done.text += rest
             await done.freeze(estimate_height(done.drawn_source,
                                               self.content_size.width or 80))
         chunk = ReplyMarkdown(reopen=reopening, continued=continued)
-        await self.mount(chunk, after=done)
+        # At the end when the live chunk is last (it is while streaming): a mount before or
+        # after a child restyles every child (Textual's order-dependent CSS), a cost that
+        # grows with the reply.
+        last = self.children[-1] if self.children else None
+        await self.mount_all([*(hidden or ()), chunk], after=None if last is done else done)
         self.mark_joins()
         self._live, self._stream = chunk, Markdown.get_stream(chunk)
 
@@ -390,6 +298,9 @@ class AssistantReply(Vertical):
 
     async def _finish(self) -> None:
         await self._flush()
+        while self._pending and self.is_attached:  # a flood is drawn a FLUSH_MAX at a time
+            await asyncio.sleep(BACKLOG_REST)
+            await self._flush()
         async with self._lock:
             await self._stop_stream()
             self._live = None

@@ -92,8 +92,9 @@ class ToolPane(TabPane):
         self.output = OutputLog(max_lines, classes="tool-pane--output")
         super().__init__(self._tab_label(), id=pane_id, classes="tool-pane")
 
-    def _tab_label(self) -> str:
-        return f"{ICONS.get(self.state.status, '?')} {printable_line(self.state.name)}"
+    def _tab_label(self) -> Content:
+        # Content, not str: a tab reads a str label as markup (the name is foreign).
+        return Content(f"{ICONS.get(self.state.status, '?')} {printable_line(self.state.name)}")
 
     def compose(self) -> ComposeResult:
         yield Static(self._args, classes="tool-pane--args", markup=False)
