@@ -71,10 +71,13 @@ async def test_an_mcp_servers_resources_and_prompts_show_in_the_functions_panel(
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.press("ctrl+f")
             servers = app.query_one(".functions-panel--servers", Static)
-            await until(pilot, lambda: "docs ready" in str(servers.render()), timeout=30,
-                        what="the server in the functions panel")
-            text = " ".join(str(servers.render()).split())
-            assert "2 resources (readme, schema)" in text and "1 prompt (review)" in text
+            def text() -> str:
+                return " ".join(str(servers.render()).split())
+
+            # Resources and prompts are listed after the server is ready, on a later refresh.
+            await until(pilot, lambda: "docs ready" in text() and "1 prompt" in text(),
+                        timeout=60, what="the server and its prompt in the functions panel")
+            assert "2 resources (readme, schema)" in text() and "1 prompt (review)" in text()
             assert "mcp:docs/review" in {c.name for c in choices(app.ws)}
     finally:
         proc.kill()

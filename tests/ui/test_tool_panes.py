@@ -6,6 +6,7 @@ from pathlib import Path
 
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
+from tui_helpers import until
 
 from tuiapp.core.events import (
     ToolCallDecided,
@@ -94,8 +95,9 @@ async def test_pane_keeps_only_the_last_n_lines_of_a_flood() -> None:
         assert all(len(line) <= LINE_CAP for line in lines)
         assert pane.output.dropped == 10_000 + 3 - 50
         assert "last 50 lines shown" in status_of(panes)
-        # The view follows the end of the output.
-        assert pane.output.is_vertical_scroll_end
+        # The view follows the end of the output (once the layout has caught up).
+        await until(pilot, lambda: pane.output.is_vertical_scroll_end,
+                    what="the pane to follow the end of its output")
 
 
 async def test_status_line_for_each_outcome_and_tab_labels() -> None:
