@@ -230,8 +230,10 @@ def main(args: argparse.Namespace) -> int:
     try:
         stop = asyncio.run(go())
     except _start.StartFailed as e:
-        if created:  # nothing was sent: leave no empty session behind
-            store.discard_if_empty(session_id)
+        if created and not store.load_messages(session_id, for_resume=False):
+            # Nothing reached the model (a check, or a `.cmd` before the first message, failed;
+            # the reason is on stderr): leave no "(no message)" record for --continue to land in.
+            session_admin.delete(store, [session_id])
         fail(str(e), e.code)
     finally:
         store.close()
