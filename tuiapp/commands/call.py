@@ -18,11 +18,12 @@ import json
 import os
 import shlex
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from tuiapp import paths
 from tuiapp.commands._common import fail, load_config, require_trust
 from tuiapp.core import policy
+from tuiapp.core.display import StreamPrintable, printable
 from tuiapp.core.events import Event, ToolOutput
 from tuiapp.core.messages import ToolCall
 from tuiapp.providers.offline import positional_arguments
@@ -105,11 +106,19 @@ async def _call_in(ws: Any, name: str, words: list[str], *, as_json: bool) -> in
     if verdict.action == "deny":
         fail(f"{name} denied by {verdict.rule}", 1)
 
+    # To a terminal, tool output is foreign text (the display edge); to a pipe or a file it
+    # stays byte for byte what the tool wrote.
+    edges = {s: StreamPrintable() if s.isatty() else None for s in (sys.stdout, sys.stderr)}
+
+    def shown(stream: TextIO, text: str) -> str:
+        edge = edges[stream]
+        return edge(text) if edge is not None else text
+
     def emit(event: Event) -> None:
         if as_json or not isinstance(event, ToolOutput):
             return
         stream = sys.stdout if event.stream == "stdout" else sys.stderr
-        stream.write(event.text)
+        stream.write(shown(stream, event.text))
         stream.flush()
 
     _prune(paths.data_dir() / "spool" / "kep-call")
@@ -134,11 +143,11 @@ async def _call_in(ws: Any, name: str, words: list[str], *, as_json: bool) -> in
     elif fin.status == "ok" and _result_not_streamed(fin.result, outcome.stdout):
         # llm-functions/Loki answer in $LLM_OUTPUT: the streamed stdout was only progress.
         sep = "" if not outcome.stdout or outcome.stdout.endswith("\n") else "\n"
-        sys.stdout.write(f"{sep}{fin.result}\n")
+        sys.stdout.write(shown(sys.stdout, f"{sep}{fin.result}\n"))
     elif fin.status in ("timed_out", "cancelled"):
-        print(f"kep: {fin.result.splitlines()[0]}", file=sys.stderr)
+        print(f"kep: {printable(fin.result.splitlines()[0])}", file=sys.stderr)
     elif fin.status == "failed" and fin.exit_code is None:
-        print(f"kep: {fin.result}", file=sys.stderr)  # it never ran: say why
+        print(f"kep: {printable(fin.result)}", file=sys.stderr)  # it never ran: say why
     return exit_code(fin.status, fin.exit_code)
 
 
