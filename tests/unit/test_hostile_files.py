@@ -90,3 +90,18 @@ def test_500_dotenv_variables_load_cleanly(project: Path) -> None:
     (project / ".env").write_text("".join(f"V{i}=value{i}\n" for i in range(500)))
     res = kep("functions", cwd=project)
     assert res.returncode == 0 and res.stderr == "", res.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "invalid utf-8"])
+def test_an_agents_tools_txt_that_is_a_fifo_or_not_utf8_does_not_stop_it(project: Path,
+                                                                         kind: str) -> None:
+    agent = project / "agents" / "helper"
+    agent.mkdir(parents=True)
+    (agent / "index.yaml").write_text("name: helper\ninstructions: be brief\n")
+    if kind == "fifo":
+        os.mkfifo(agent / "tools.txt")
+    else:
+        (agent / "tools.txt").write_bytes(b"fs_cat.sh\n\xff\xfe.sh\n")
+    res = kep("run", "--agent", "helper", "hi", cwd=project)
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    assert "offline" in res.stdout
