@@ -85,15 +85,18 @@ async def _call_in(ws: Any, name: str, words: list[str], *, as_json: bool) -> in
     cfg, registry = ws.config, ws.registry
     await registry.refresh()
     if name not in registry.tools and ws.mcp is not None:
-        with contextlib.suppress(TimeoutError):  # it may be an MCP server's tool
+        # It may be an MCP server's tool. A server that does not answer is reported failed
+        # only once the SDK has shut it down (about 4 s after its startup_timeout).
+        with contextlib.suppress(TimeoutError):
             await ws.mcp.wait_settled(max(s.startup_timeout for s in cfg.mcp_servers.values())
-                                      if cfg.mcp_servers else 30.0)
+                                      + 5.0 if cfg.mcp_servers else 30.0)
     spec = registry.tools.get(name)
     if spec is None:
         require_trust(cfg)  # it may be one of the project's own: say why it is not here
         close = difflib.get_close_matches(name, list(registry.tools), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else "; `kep functions` lists them"
-        broken = [b for b in registry.broken if os.path.basename(b.source) == name]
+        broken = [b for b in registry.broken if os.path.basename(b.source) == name
+                  or (b.format == "mcp" and name.startswith(b.source.removeprefix("mcp:") + "_"))]
         if broken:
             hint += f"\n  note: {broken[0].source} is broken: {broken[0].error}"
         fail(f"unknown tool {name!r}{hint}")

@@ -118,9 +118,13 @@ async def _settle_mcp(ws: Workspace, text: str = "", emit: Any = None) -> None:
     if ws.mcp is None:
         return
     still = await ws.mcp.wait_for_prompt(text, MCP_WAIT)
-    if still and emit is not None:
-        from tuiapp.core.events import Notice
-
+    if emit is None:
+        return
+    for name, state in sorted(ws.mcp.states().items()):
+        if state.status in ("failed", "exited"):  # never left out without a word
+            emit(Notice(f"MCP server {name} {state.describe()}: its tools are not offered to "
+                        "this run", "warning"))
+    if still:
         emit(Notice(f"MCP server{'s' if len(still) > 1 else ''} {', '.join(still)} still "
                     f"starting after {MCP_WAIT:g}s: {'their' if len(still) > 1 else 'its'} "
                     "tools are not offered to this run (name a server or one of its tools in "
