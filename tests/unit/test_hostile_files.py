@@ -105,3 +105,28 @@ def test_an_agents_tools_txt_that_is_a_fifo_or_not_utf8_does_not_stop_it(project
     res = kep("run", "--agent", "helper", "hi", cwd=project)
     assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
     assert "offline" in res.stdout
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # deeper than the JSON parser's stack
+
+
+def test_tool_call_arguments_nested_100k_deep_are_an_answer_to_the_model(project: Path) -> None:
+    (project / "kep.toml").write_text('[[approval.rules]]\ntool = "readfile"\naction = "allow"\n')
+    res = subprocess.run([*KEP, "run", "--yes"], cwd=project, env=kep_env(), text=True,
+                         capture_output=True, timeout=BOUND,
+                         input=f'readfile {{"filename": {DEEP}}}')
+    assert "Traceback" not in res.stderr, res.stderr[-500:]
+    assert "nested too deeply" in res.stdout
+
+
+def test_kep_call_arguments_nested_100k_deep_are_one_line(project: Path) -> None:
+    deep = "[" * 5000 + "]" * 5000  # an argument of 10 KB, deeper than the parser's stack
+    one_clean_line(kep("call", "readfile", deep, cwd=project), "nested too deeply")
+
+
+def test_an_mcp_json_nested_100k_deep_is_a_broken_entry(project: Path) -> None:
+    (project / "mcp.json").write_text('{"mcpServers": ' + '{"a": ' * 100_000 + "1"
+                                      + "}" * 100_000 + "}")
+    res = kep("functions", cwd=project)
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr[-500:]
+    assert "mcp.json: nested too deeply" in res.stdout

@@ -46,6 +46,8 @@ def read_arguments(words: list[str], parameters: dict[str, Any]) -> dict[str, An
         return positional_arguments(shlex.join(words), parameters)
     try:
         value = json.loads(text)
+    except RecursionError:
+        fail("arguments are nested too deeply")
     except json.JSONDecodeError as e:
         fail(f"arguments are not valid JSON: {e.msg} at line {e.lineno} col {e.colno}")
     if not isinstance(value, dict):
