@@ -130,3 +130,10 @@ def test_an_mcp_json_nested_100k_deep_is_a_broken_entry(project: Path) -> None:
     res = kep("functions", cwd=project)
     assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr[-500:]
     assert "mcp.json: nested too deeply" in res.stdout
+
+
+def test_edited_arguments_nested_too_deeply_are_a_problem_not_a_crash() -> None:
+    from tuiapp.ui.widgets.approval_editor import parse_arguments
+
+    problem, value = parse_arguments('{"a": ' + DEEP + "}", {"type": "object"})
+    assert problem == "nested too deeply" and value == {}
