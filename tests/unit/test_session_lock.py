@@ -221,3 +221,23 @@ def test_a_lock_file_that_is_not_a_file_is_one_line(proj: Path, kind: str) -> No
     res = kep("run", "--continue", "second", cwd=proj)
     assert res.returncode != 0 and "Traceback" not in res.stderr, res.stderr
     assert res.stderr.count("\n") == 1 and "cannot lock the session" in res.stderr
+
+
+def test_a_session_open_in_a_live_kep_is_not_deleted_or_pruned(proj: Path) -> None:
+    """Deleting a session under its live writer would leave that kep writing into nothing:
+    `sessions delete` refuses it (exit 1, naming the pid) and `prune` skips it."""
+    assert kep("run", "first", cwd=proj).returncode == 0
+    store = Store.open()
+    sid = store.list_sessions(proj)[0].id
+    p = holder(store.path, sid)
+    try:
+        res = kep("sessions", "delete", sid, cwd=proj)
+        assert res.returncode == 1 and f"pid {p.pid}" in res.stderr and "not deleted" in res.stderr
+        res = kep("sessions", "prune", "--older-than", "0m", cwd=proj)
+        assert res.returncode == 0 and "not deleted" in res.stderr, res.stderr
+        assert [s.id for s in store.list_sessions(proj)] == [sid]
+    finally:
+        p.kill()
+        p.wait()
+    res = kep("sessions", "delete", sid, cwd=proj)  # its kep is gone: now it goes
+    assert res.returncode == 0 and store.list_sessions(proj) == []

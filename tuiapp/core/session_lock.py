@@ -68,6 +68,11 @@ def acquire(store: Store, session_id: str) -> None:
     weakref.finalize(store, _drop, str(path))
 
 
+def holds(store: Store, session_id: str) -> bool:
+    """Whether this process is the session's writer."""
+    return str(lock_file(store, session_id)) in _held
+
+
 def release(store: Store, session_id: str) -> None:
     _drop(str(lock_file(store, session_id)))
 
