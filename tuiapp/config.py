@@ -22,6 +22,7 @@ from tuiapp.config_reader import (
     glob_patterns,
     http_url,
     positive_number,
+    read_regular,
     read_toml,
 )
 from tuiapp.config_types import (
@@ -251,25 +252,35 @@ def load(project_root: Path | None = None, user_file: Path | None = None,
                      "trust": state})
 
 
+DOTENV_MAX_BYTES = 1024 * 1024
+DOTENV_MAX_LINES = 5000
+
+
 def load_dotenv(root: Path) -> None:
     """Load <root>/.env into os.environ without overriding variables already set.
     Raises ConfigError when the file is unreadable or not UTF-8 (nothing is loaded then)."""
     env_file = root / ".env"
     if not env_file.is_file():
         return
+    import io
+
     from dotenv import dotenv_values
 
+    raw = read_regular(env_file, DOTENV_MAX_BYTES) or b""
     try:
-        raw = env_file.read_bytes()
-        raw.decode("utf-8")
-    except OSError as e:
-        raise ConfigError(env_file, "", f"cannot read: {e.strerror}") from None
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
         raise ConfigError(env_file, "", f"not valid UTF-8 at line {line}") from None
+    if "\0" in text:
+        line = text[: text.index("\0")].count("\n") + 1
+        raise ConfigError(env_file, "", f"a NUL byte at line {line}")
+    if (lines := text.count("\n")) > DOTENV_MAX_LINES:  # the parser is quadratic in lines
+        raise ConfigError(env_file, "", f"too many lines ({lines:,}; at most "
+                                        f"{DOTENV_MAX_LINES:,})")
     from tuiapp.core import secrets
 
-    values = dotenv_values(env_file)
+    values = dotenv_values(stream=io.StringIO(text))  # the bytes checked, not a second read
     secrets.note_dotenv(values)  # kept from tools and redacted from their output
     for k, v in values.items():
         if v is not None and k not in os.environ:

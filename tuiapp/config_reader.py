@@ -6,7 +6,9 @@ noting the keys nobody asked for.
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,13 +22,9 @@ MAX_DEPTH = 64  # tables/arrays nested deeper than this are refused (no config n
 def read_toml(path: Path) -> dict[str, Any]:
     """A TOML file's data ({} when it does not exist). Anything wrong with it, from bad bytes
     to nesting deep enough to exhaust the parser's stack, is one ConfigError."""
-    try:
-        with path.open("rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
+    raw = read_regular(path)
+    if raw is None:
         return {}
-    except OSError as e:
-        raise ConfigError(path, "", f"cannot read: {e.strerror}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -45,6 +43,37 @@ def read_toml(path: Path) -> dict[str, Any]:
     if where is not None:
         raise ConfigError(path, where, f"nested too deeply (at most {MAX_DEPTH} levels)")
     return data
+
+
+MAX_BYTES = 16 * 1024 * 1024  # a config file this big is a mistake, not a config
+
+
+def read_regular(path: Path, max_bytes: int = MAX_BYTES) -> bytes | None:
+    """The bytes of a regular file, None when there is none. Opened without blocking and
+    checked before reading: a FIFO (open would wait for a writer) or a link to /dev/zero
+    (read never ends) is an error, never a hang."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise ConfigError(path, "", f"dangling symlink (to {os.readlink(path)})") from None
+        return None
+    except OSError as e:
+        raise ConfigError(path, "", f"cannot read: {e.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(mode) else (
+            "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket")
+        raise ConfigError(path, "", f"not a regular file ({kind})")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            raw = f.read(max_bytes + 1)
+        except OSError as e:
+            raise ConfigError(path, "", f"cannot read: {e.strerror}") from None
+    if len(raw) > max_bytes:
+        raise ConfigError(path, "", f"too big (over {max_bytes // (1024 * 1024)} MB)")
+    return raw
 
 
 def _too_deep(data: Any) -> str | None:
@@ -105,7 +134,8 @@ class TableReader:
 
                 close = difflib.get_close_matches(str(key), known, n=1)
                 hint = f"; did you mean `{close[0]}`?" if close else ""
-                out.append(f"{self.file}: unknown key `{r.prefix}{key}` (ignored){hint}")
+                shown = short_key(f"{r.prefix}{key}")
+                out.append(f"{self.file}: unknown key `{shown}` (ignored){hint}")
         return out
 
     def error(self, key: str, msg: str) -> ConfigError:
@@ -152,6 +182,11 @@ class TableReader:
             if not isinstance(v, str):
                 raise self.error(f"{key}.{k}", "expected a string")
         return dict(table)
+
+
+def short_key(key: str, limit: int = 80) -> str:
+    """A key from a file as a warning shows it: a 2 MB key stays one short line."""
+    return key if len(key) <= limit else f"{key[: limit - 1]}… ({len(key):,} characters)"
 
 
 def kind_name(kinds: tuple[type, ...]) -> str:

@@ -90,6 +90,8 @@ def records() -> dict[str, dict[str, Any]]:
         return {}
     except OSError as e:
         raise TrustError(f"{_file()}: cannot read: {e.strerror}") from None
+    except RecursionError:
+        raise TrustError(f"{_file()}: nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as e:
         raise TrustError(f"{_file()}: not valid JSON: {e}") from None
     dirs = data.get("dirs") if isinstance(data, dict) else None

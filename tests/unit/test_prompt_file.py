@@ -298,3 +298,27 @@ def test_a_prompt_that_fails_its_check_leaves_no_session_behind(project: Path) -
         assert store.list_sessions(root) == []  # no empty record to --continue into
     finally:
         store.close()
+
+
+def test_a_prompt_whose_cmd_fails_before_anything_is_sent_leaves_no_session(project: Path) -> None:
+    """A `.cmd` that fails at run time ends the start before any message reaches the model: no
+    "(no message)" record is left for `--continue` to land in (the tool's error is on stderr)."""
+    from tuiapp.core.store import Store
+
+    with FakeLLMServer([{"text": "never"}]) as server:
+        root = setup_project(project, provider_url=server.base_url)
+        boom = root / "prompts" / "functions" / "boom"
+        boom.write_text("#!/bin/sh\nif [ \"$1\" = --list-functions ]; then echo '[{\"name\": "
+                        "\"boom\", \"description\": \"d\", \"parameters\": {\"type\": "
+                        "\"object\"}}]'; exit 0; fi\necho no-such-file >&2; exit 1\n")
+        boom.chmod(0o755)
+        (root / "prompts" / "failing_cmd.prompt").write_text(".cmd boom()\n.user hi\n")
+        r = kep(root, "--yes", "--prompt", "failing_cmd", "--model", "fake/m")
+        assert server.requests == []
+    assert r.returncode == 1
+    assert "no-such-file" in r.stderr and "Traceback" not in r.stderr
+    store = Store.open()
+    try:
+        assert store.list_sessions(root) == []
+    finally:
+        store.close()

@@ -195,3 +195,49 @@ def test_a_session_whose_kep_was_killed_is_continued_cleanly(proj: Path) -> None
     first.wait()
     res = kep("run", "--continue", "again", cwd=proj)
     assert res.returncode == 0, res.stderr
+
+
+def test_a_lock_file_naming_a_live_unrelated_pid_is_taken_over(proj: Path) -> None:
+    """A lock file left by a dead kep whose pid now belongs to another process (pid 1 here):
+    only the flock counts, so the session is continued, and the file names the new writer."""
+    assert kep("run", "first", cwd=proj).returncode == 0
+    store = Store.open()
+    sid = store.list_sessions(proj)[0].id
+    session_lock.lock_file(store, sid).write_text("1\n")
+    res = kep("run", "--continue", "second", cwd=proj)
+    assert res.returncode == 0, res.stderr
+    assert [m.content for m in store.load_messages(sid) if m.role == "user"] == ["first",
+                                                                                "second"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "symlink"])
+def test_a_lock_file_that_is_not_a_file_is_one_line(proj: Path, kind: str) -> None:
+    assert kep("run", "first", cwd=proj).returncode == 0
+    store = Store.open()
+    lock = session_lock.lock_file(store, store.list_sessions(proj)[0].id)
+    lock.unlink()
+    {"fifo": os.mkfifo, "directory": os.mkdir,
+     "symlink": lambda p: os.symlink("/etc/passwd", p)}[kind](lock)
+    res = kep("run", "--continue", "second", cwd=proj)
+    assert res.returncode != 0 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.count("\n") == 1 and "cannot lock the session" in res.stderr
+
+
+def test_a_session_open_in_a_live_kep_is_not_deleted_or_pruned(proj: Path) -> None:
+    """Deleting a session under its live writer would leave that kep writing into nothing:
+    `sessions delete` refuses it (exit 1, naming the pid) and `prune` skips it."""
+    assert kep("run", "first", cwd=proj).returncode == 0
+    store = Store.open()
+    sid = store.list_sessions(proj)[0].id
+    p = holder(store.path, sid)
+    try:
+        res = kep("sessions", "delete", sid, cwd=proj)
+        assert res.returncode == 1 and f"pid {p.pid}" in res.stderr and "not deleted" in res.stderr
+        res = kep("sessions", "prune", "--older-than", "0m", cwd=proj)
+        assert res.returncode == 0 and "not deleted" in res.stderr, res.stderr
+        assert [s.id for s in store.list_sessions(proj)] == [sid]
+    finally:
+        p.kill()
+        p.wait()
+    res = kep("sessions", "delete", sid, cwd=proj)  # its kep is gone: now it goes
+    assert res.returncode == 0 and store.list_sessions(proj) == []

@@ -47,8 +47,10 @@ def load_config(args: argparse.Namespace, *, headless: bool = True) -> config_ty
     except config_types.ConfigError as e:
         fail(str(e))
     if headless:
+        from tuiapp.core.display import printable_line
+
         for line in cfg.warnings:
-            print(f"kep: warning: {line}", file=sys.stderr)
+            print(f"kep: warning: {printable_line(line)}", file=sys.stderr)
     return cfg
 
 
@@ -82,7 +84,9 @@ def note_untrusted(cfg: config_types.Config) -> None:
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    print(f"kep: {message}", file=sys.stderr)
+    from tuiapp.core.display import printable  # a key or path from a file may hold ESC
+
+    print(f"kep: {printable(message)}", file=sys.stderr)
     raise SystemExit(code)
 
 

@@ -18,11 +18,12 @@ import json
 import os
 import shlex
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from tuiapp import paths
 from tuiapp.commands._common import fail, load_config, require_trust
 from tuiapp.core import policy
+from tuiapp.core.display import StreamPrintable, printable
 from tuiapp.core.events import Event, ToolOutput
 from tuiapp.core.messages import ToolCall
 from tuiapp.providers.offline import positional_arguments
@@ -45,6 +46,8 @@ def read_arguments(words: list[str], parameters: dict[str, Any]) -> dict[str, An
         return positional_arguments(shlex.join(words), parameters)
     try:
         value = json.loads(text)
+    except RecursionError:
+        fail("arguments are nested too deeply")
     except json.JSONDecodeError as e:
         fail(f"arguments are not valid JSON: {e.msg} at line {e.lineno} col {e.colno}")
     if not isinstance(value, dict):
@@ -84,15 +87,18 @@ async def _call_in(ws: Any, name: str, words: list[str], *, as_json: bool) -> in
     cfg, registry = ws.config, ws.registry
     await registry.refresh()
     if name not in registry.tools and ws.mcp is not None:
-        with contextlib.suppress(TimeoutError):  # it may be an MCP server's tool
+        # It may be an MCP server's tool. A server that does not answer is reported failed
+        # only once the SDK has shut it down (about 4 s after its startup_timeout).
+        with contextlib.suppress(TimeoutError):
             await ws.mcp.wait_settled(max(s.startup_timeout for s in cfg.mcp_servers.values())
-                                      if cfg.mcp_servers else 30.0)
+                                      + 5.0 if cfg.mcp_servers else 30.0)
     spec = registry.tools.get(name)
     if spec is None:
         require_trust(cfg)  # it may be one of the project's own: say why it is not here
         close = difflib.get_close_matches(name, list(registry.tools), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else "; `kep functions` lists them"
-        broken = [b for b in registry.broken if os.path.basename(b.source) == name]
+        broken = [b for b in registry.broken if os.path.basename(b.source) == name
+                  or (b.format == "mcp" and name.startswith(b.source.removeprefix("mcp:") + "_"))]
         if broken:
             hint += f"\n  note: {broken[0].source} is broken: {broken[0].error}"
         fail(f"unknown tool {name!r}{hint}")
@@ -105,11 +111,19 @@ async def _call_in(ws: Any, name: str, words: list[str], *, as_json: bool) -> in
     if verdict.action == "deny":
         fail(f"{name} denied by {verdict.rule}", 1)
 
+    # To a terminal, tool output is foreign text (the display edge); to a pipe or a file it
+    # stays byte for byte what the tool wrote.
+    edges = {s: StreamPrintable() if s.isatty() else None for s in (sys.stdout, sys.stderr)}
+
+    def shown(stream: TextIO, text: str) -> str:
+        edge = edges[stream]
+        return edge(text) if edge is not None else text
+
     def emit(event: Event) -> None:
         if as_json or not isinstance(event, ToolOutput):
             return
         stream = sys.stdout if event.stream == "stdout" else sys.stderr
-        stream.write(event.text)
+        stream.write(shown(stream, event.text))
         stream.flush()
 
     _prune(paths.data_dir() / "spool" / "kep-call")
@@ -134,11 +148,11 @@ async def _call_in(ws: Any, name: str, words: list[str], *, as_json: bool) -> in
     elif fin.status == "ok" and _result_not_streamed(fin.result, outcome.stdout):
         # llm-functions/Loki answer in $LLM_OUTPUT: the streamed stdout was only progress.
         sep = "" if not outcome.stdout or outcome.stdout.endswith("\n") else "\n"
-        sys.stdout.write(f"{sep}{fin.result}\n")
+        sys.stdout.write(shown(sys.stdout, f"{sep}{fin.result}\n"))
     elif fin.status in ("timed_out", "cancelled"):
-        print(f"kep: {fin.result.splitlines()[0]}", file=sys.stderr)
+        print(f"kep: {printable(fin.result.splitlines()[0])}", file=sys.stderr)
     elif fin.status == "failed" and fin.exit_code is None:
-        print(f"kep: {fin.result}", file=sys.stderr)  # it never ran: say why
+        print(f"kep: {printable(fin.result)}", file=sys.stderr)  # it never ran: say why
     return exit_code(fin.status, fin.exit_code)
 
 

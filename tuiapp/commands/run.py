@@ -128,9 +128,13 @@ async def _settle_mcp(ws: Workspace, text: str = "", emit: Any = None) -> None:
     if ws.mcp is None:
         return
     still = await ws.mcp.wait_for_prompt(text, MCP_WAIT)
-    if still and emit is not None:
-        from tuiapp.core.events import Notice
-
+    if emit is None:
+        return
+    for name, state in sorted(ws.mcp.states().items()):
+        if state.status in ("failed", "exited"):  # never left out without a word
+            emit(Notice(f"MCP server {name} {state.describe()}: its tools are not offered to "
+                        "this run", "warning"))
+    if still:
         emit(Notice(f"MCP server{'s' if len(still) > 1 else ''} {', '.join(still)} still "
                     f"starting after {MCP_WAIT:g}s: {'their' if len(still) > 1 else 'its'} "
                     "tools are not offered to this run (name a server or one of its tools in "
@@ -240,8 +244,10 @@ def main(args: argparse.Namespace) -> int:
     try:
         stop = asyncio.run(go())
     except _start.StartFailed as e:
-        if created:  # nothing was sent: leave no empty session behind
-            store.discard_if_empty(session_id)
+        if created and not store.load_messages(session_id, for_resume=False):
+            # Nothing reached the model (a check, or a `.cmd` before the first message, failed;
+            # the reason is on stderr): leave no "(no message)" record for --continue to land in.
+            session_admin.delete(store, [session_id])
         fail(str(e), e.code)
     finally:
         store.close()

@@ -91,11 +91,13 @@ def _delete(store: Store, args: argparse.Namespace, action: str) -> int:
             fail(str(e))
         doomed = session_admin.older_than(store, age, None if args.all else project_root(args))
         dry = args.dry_run
+    refused = {} if dry else session_admin.delete(store, [s.id for s in doomed])
     for s in doomed:
+        if s.id in refused:
+            print(f"kep: {refused[s.id]}; not deleted", file=sys.stderr)
+            continue
         print(f"{'would delete' if dry else 'deleted'} {s.id}  {transcript.when(s.updated)}  "
               f"{_title(s)}")
-    if not dry:
-        session_admin.delete(store, [s.id for s in doomed])
     if not doomed:
         print("no session matched")
-    return 0
+    return 1 if refused and action == "delete" else 0

@@ -178,8 +178,10 @@ def load_agent(agent_dir: Path) -> Agent:
 
 def read_tools_txt(path: Path) -> list[str]:
     """`fs_cat.sh` lines → tool names (`fs_cat`); `#` comments and blanks skipped."""
+    if not path.is_file():  # a FIFO would block the read for ever
+        return []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_bytes()[:1 << 20].decode("utf-8", errors="replace").splitlines()
     except OSError:
         return []
     names = []

@@ -31,6 +31,8 @@ class ToolCall:
             value = json.loads(text)
         except json.JSONDecodeError as e:
             return cls(id, name, {}, raw, f"arguments are not valid JSON: {e.msg} at char {e.pos}")
+        except RecursionError:  # a model (or anyone) can nest deeper than the parser's stack
+            return cls(id, name, {}, raw, "arguments are nested too deeply")
         if value is None:  # some servers send `null` for a call without arguments
             return cls(id, name, {}, raw)
         if not isinstance(value, dict):

@@ -267,6 +267,8 @@ def parse_meta(pf: PromptFile, st: Statement) -> dict[str, Any]:
         return {}
     try:
         meta = json.loads(text if text.startswith("{") else "{" + text + "}")
+    except RecursionError:
+        raise pf.error(st, "`.prompt` JSON is nested too deeply") from None
     except json.JSONDecodeError as e:
         raise pf.error(st, f"`.prompt` is not valid JSON: {e.msg} (column {e.colno})") from None
     if not isinstance(meta, dict):

@@ -258,7 +258,7 @@ class PromptStatements:
         spec, args = self._cmd_spec_and_args(st, cmd.name, cmd.arguments, cmd.raw)
         call = ToolCall(f"cmd_{uuid.uuid4().hex[:10]}", cmd.name, args,
                         json.dumps(args, ensure_ascii=False))
-        fin = await run_author_call(conv, spec, call)
+        fin = await run_author_call(conv, spec, call, self.tools().get)
         if fin.status != "ok":
             raise self._error(st, f"`.cmd {cmd.name}` {fin.status}: {fin.result.strip()[:500]}")
         result = fin.result.rstrip("\n")
@@ -288,13 +288,16 @@ def _read_text(path: Path) -> str:
     return text
 
 
-async def run_author_call(conv: Conversation, spec: ToolSpec, call: ToolCall) -> ToolFinished:
+async def run_author_call(conv: Conversation, spec: ToolSpec, call: ToolCall,
+                          current: Callable[[str], ToolSpec | None]) -> ToolFinished:
     """A call written by the prompt's author (`.cmd`): the same events, approval policy and
-    runner as a model's call, so it shows in the transcript and a side pane like any other."""
+    runner as a model's call, so it shows in the transcript and a side pane like any other.
+    `current` finds the tool where the `.cmd` found it (every tool, not only those the
+    `.functions` list offers the model), to re-check it after an approval."""
     conv.emit(ToolCallRequested(call, spec.source, spec.format))
     outcome = await clear(call, spec, approval=conv.approval, env=conv.env,
                           approver=conv.approver, emit=conv.emit,
-                          current=lambda name: conv.visible_tools().get(name))
+                          current=current)
     if not isinstance(outcome, Cleared):
         fin = ToolFinished(call.id, call.name, outcome.status, None, 0,  # type: ignore[arg-type]
                            outcome.result)

@@ -12,6 +12,7 @@ from tuiapp import paths
 from tuiapp.core import project_marks
 from tuiapp.core.session_history import make_title
 from tuiapp.core.store import SessionInfo, Store, UnknownSession
+from tuiapp.core.store_schema import StoreError
 
 _TABLES = ("messages", "drafts", "tool_calls", "usage")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -26,8 +27,23 @@ def parse_age(text: str) -> float:
     return float(m.group(1)) * _UNITS[m.group(2)]
 
 
-def delete(store: Store, session_ids: list[str]) -> None:
-    """Remove the sessions, everything recorded in them, and their spool files."""
+def delete(store: Store, session_ids: list[str]) -> dict[str, str]:
+    """Remove the sessions, everything recorded in them, and their spool files. A session
+    another live kep is writing is left alone: returned as {id: why} (one writer per session;
+    deleting under it would leave that kep writing into nothing)."""
+    from tuiapp.core import session_lock
+
+    refused: dict[str, str] = {}
+    taken: list[str] = []
+    for sid in session_ids:
+        if session_lock.holds(store, sid):
+            continue  # this kep's own session: its caller decided
+        try:
+            session_lock.acquire(store, sid)
+            taken.append(sid)
+        except StoreError as e:
+            refused[sid] = str(e)
+    session_ids = [sid for sid in session_ids if sid not in refused]
     with store._tx() as db:
         for sid in session_ids:
             for table in _TABLES:
@@ -36,6 +52,9 @@ def delete(store: Store, session_ids: list[str]) -> None:
     spool = paths.data_dir() / "spool"
     for sid in session_ids:
         shutil.rmtree(spool / sid, ignore_errors=True)
+    for sid in taken:
+        session_lock.release(store, sid)
+    return refused
 
 
 def older_than(store: Store, age_seconds: float, project_root: Path | None) -> list[SessionInfo]:

@@ -13,6 +13,7 @@ import contextlib
 import fcntl
 import json
 import os
+import stat
 import time
 import weakref
 from pathlib import Path
@@ -47,6 +48,9 @@ def acquire(store: Store, session_id: str) -> None:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     except OSError as e:
         raise StoreError(f"{path}: cannot lock the session: {e.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO put there: not a lock file
+        os.close(fd)
+        raise StoreError(f"{path}: cannot lock the session: not a regular file")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -62,6 +66,11 @@ def acquire(store: Store, session_id: str) -> None:
     _held[str(path)] = fd
     # Held as long as the store that writes is alive (the process, in kep itself).
     weakref.finalize(store, _drop, str(path))
+
+
+def holds(store: Store, session_id: str) -> bool:
+    """Whether this process is the session's writer."""
+    return str(lock_file(store, session_id)) in _held
 
 
 def release(store: Store, session_id: str) -> None:

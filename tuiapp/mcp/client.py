@@ -101,7 +101,8 @@ class McpManager:
         server.restart()
 
     async def stop(self) -> None:
-        await asyncio.gather(*(s.stop() for s in self._servers.values()), return_exceptions=True)
+        await asyncio.gather(*(s.stop(final=True) for s in self._servers.values()),
+                             return_exceptions=True)
 
     def connection(self, name: str) -> ServerConnection | None:
         return self._servers.get(name)

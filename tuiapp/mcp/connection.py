@@ -29,6 +29,7 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from tuiapp import __version__, paths
 from tuiapp.config_types import Config, McpServerConfig
 from tuiapp.core import secrets
+from tuiapp.mcp import startup
 from tuiapp.mcp.servers import expand_headers, tool_name, unset_header_vars
 from tuiapp.mcp.startup import StartRefused, exit_description, http_status, wrapped_command
 from tuiapp.mcp.state import ServerState, ServerStatus
@@ -98,14 +99,16 @@ class ServerConnection:
         run = self._current = _Run()
         run.task = asyncio.get_running_loop().create_task(self._run(run), name=f"mcp:{self.name}")
 
-    async def stop(self) -> None:
+    async def stop(self, *, final: bool = False) -> None:  # final: kep ends; say what started
         run, self._current = self._current, None
         if run is None or run.task is None:
             return
         run.poke(stopping=True)
-        if run.client is None:
+        if cancel := run.client is None:
             run.task.cancel()  # still connecting: nothing to close politely
-        await asyncio.gather(run.task, return_exceptions=True)
+        await startup.stopped_within_bounds(run.task, self.log, cancelled=cancel)
+        if final and self.state.status == "starting":
+            self._failed(StartRefused("still starting when kep stopped waiting for it"))
 
     def _log_tail(self) -> str:
         try:

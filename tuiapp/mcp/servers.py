@@ -44,6 +44,8 @@ def read_mcp_json(path: Path) -> dict[str, McpServerConfig]:
         return {}
     except OSError as e:
         raise McpJsonError(f"{path}: cannot read: {e.strerror}") from None
+    except RecursionError:
+        raise McpJsonError(f"{path}: nested too deeply") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise McpJsonError(f"{path}: not valid JSON: {e}") from None
     if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):

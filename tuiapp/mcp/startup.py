@@ -5,15 +5,21 @@ HTTP status of a url server (401: credentials), and the last lines of its stderr
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import shutil
 import signal
+from pathlib import Path
 
 EXIT_MARK = "# kep: exit status "
+GROUP_MARK = "# kep: process group "
 
 # `sh -c` runs the server as its child, in the same process group (which the SDK kills as a
-# whole), and appends how it ended to stderr, i.e. to the server's log.
-_WRAP = f'"$@"; s=$?; echo "{EXIT_MARK}$s" >&2; exit $s'
+# whole), and appends how it ended to stderr, i.e. to the server's log. It notes its pid
+# first: the SDK starts it in a session of its own, so that is the group kep may have to
+# kill itself (see ServerConnection.stop).
+_WRAP = f'echo "{GROUP_MARK}$$" >&2; "$@"; s=$?; echo "{EXIT_MARK}$s" >&2; exit $s'
 
 
 def wrapped_command(command: str, args: list[str], path: str | None = None
@@ -43,6 +49,49 @@ def exit_description(log_text: str) -> str:
                 return f"killed by signal {code - 128}{name}"
             return f"exit status {code}"
     return ""
+
+
+STOP_GRACE = 6.0  # seconds: the SDK's own shutdown escalation takes up to about 4
+
+
+async def stopped_within_bounds(task: asyncio.Task[None], log: Path, *, cancelled: bool) -> None:
+    """Wait for a server's connection task to end, bounded. A polite close is the SDK's
+    (stdin closed, 2 s, SIGTERM to the group, 2 s, SIGKILL); but a cancel can land in the
+    middle of it (a server failing at start being shut down), and the SDK then waits for the
+    server to close its stdout: one that ignores EOF would hold kep for ever. So after a
+    grace period kep kills the group itself."""
+    done, _ = await asyncio.wait({task}, timeout=1.0 if cancelled else STOP_GRACE)
+    if not done:
+        kill_wrapper_group(log)
+        await asyncio.wait({task}, timeout=STOP_GRACE)
+
+
+def kill_wrapper_group(log: Path) -> None:
+    """SIGKILL the process group of a server, as its wrapper noted it at the head of its log,
+    if the group leader is still that wrapper (not a reused pid)."""
+    try:
+        with log.open("rb") as f:
+            pgid = process_group(f.read(1024).decode(errors="replace"))
+    except OSError:
+        return
+    if pgid is None:
+        return
+    try:
+        argv = Path(f"/proc/{pgid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return  # gone already (or no /proc to check a pid against)
+    if b"kep-mcp" in argv:
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def process_group(log_text: str) -> int | None:
+    """The server's process group, as its wrapper noted it in the log, or None."""
+    for line in log_text.splitlines():
+        if line.startswith(GROUP_MARK):
+            value = line[len(GROUP_MARK):].strip()
+            return int(value) if value.isdigit() and int(value) > 1 else None
+    return None
 
 
 class StartRefused(Exception):

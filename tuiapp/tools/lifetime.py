@@ -18,8 +18,10 @@ orphans kep's children, but asyncio's child watcher never reaps pids it did not 
 would pile up as zombies in a long session; and after a SIGKILL they still escape to init.
 A cgroup v2 would be exact, but is rarely writable for a user process (it is not here).
 
-What cannot be covered: a descendant started with an environment stripped of KEP_OWNER
-(`env -i`) that leaves its process group, when kep is then SIGKILLed: nothing links it to kep.
+On SIGTERM/SIGHUP kep also walks its process tree (parent links, read before any kill), so a
+descendant that stripped the mark and left its group is found while its parent still lives.
+What cannot be covered: such a descendant (`env -i setsid …`) when kep is SIGKILLed: its
+parent chain is cut as kep dies, and nothing else links it to kep.
 Linux only (the watchdog reads /proc); elsewhere only the SIGTERM/SIGHUP handling applies.
 """
 
@@ -154,13 +156,36 @@ def marked_pids(tok: str | None = None) -> list[int]:
     return found
 
 
+def descendants(root: int) -> list[int]:
+    """Every live process below `root` by parent links, read from /proc at once (before any
+    kill orphans them). Finds what stripped its KEP_OWNER mark and left its group."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_bytes()
+            ppid = int(stat.rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def kill_descendants() -> None:
-    """Kill every live tool group, then every process marked with this kep's token."""
+    """Kill every live tool group, then every process marked with this kep's token or below
+    kep in the process tree (the tree is read first: the group kill orphans its escapees)."""
     from tuiapp.tools.proc import kill_all_groups
 
+    below = descendants(os.getpid()) if sys.platform.startswith("linux") else []
     kill_all_groups()
     reaper = _reaper.pid if _reaper is not None else None
-    for pid in marked_pids():
+    for pid in dict.fromkeys([*below, *marked_pids()]):
         if pid != reaper:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)

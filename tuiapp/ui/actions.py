@@ -275,7 +275,7 @@ class SessionActions(App[int]):
         target = project if _has_key(project, "theme") else None
         try:
             saved = save_theme_choice(name, target)
-        except OSError as e:
+        except (OSError, config_types.ConfigError) as e:
             self.notify(f"Theme not saved: {e}", severity="error")
             return
         self.notify(f"Theme {name} saved to {saved}")

@@ -175,7 +175,10 @@ class SessionPicker(ModalScreen[Picked | None]):
                         title="Delete", timeout=CONFIRM_SECONDS)
             return
         self._armed = None
-        session_admin.delete(self.store, [sid])
+        refused = session_admin.delete(self.store, [sid])
+        if refused:
+            self.notify(f"{refused[sid]}; not deleted.", title="Delete", severity="warning")
+            return
         self.sessions = [s for s in self.sessions if s.id != sid]
         self._fill(self.query_one(Input).value)
         self.notify(f"Deleted session {sid}.", title="Delete")

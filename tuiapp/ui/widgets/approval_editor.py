@@ -30,6 +30,8 @@ def parse_arguments(text: str, parameters: dict[str, object]) -> tuple[str | Non
     """Edited arguments → (problem, value). JSON first, then the tool's schema."""
     try:
         value = json.loads(text)
+    except RecursionError:
+        return "nested too deeply", {}
     except json.JSONDecodeError as e:
         return f"not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})", {}
     if not isinstance(value, dict):

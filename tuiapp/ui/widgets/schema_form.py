@@ -187,6 +187,8 @@ class SchemaForm(Widget):
                 else n
         try:
             value = json.loads(text)
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
         except json.JSONDecodeError as e:
             raise ValueError(f"not valid JSON: {e.msg} at col {e.colno}") from None
         want = {"array": list, "object": dict}.get(kind)
