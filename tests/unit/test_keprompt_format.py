@@ -67,6 +67,7 @@ def test_missing_parameters_means_no_arguments() -> None:
             '"properties": {"x": {"type": "strin"}}}}]',
             "invalid schema for a",
         ),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),  # a hostile lister
     ],
 )
 def test_each_wrong_output_is_one_line_saying_what_is_wrong(output: str, expected: str) -> None:

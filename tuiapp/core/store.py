@@ -167,17 +167,6 @@ class Store(EventRecording):
                        " VALUES (?, ?, ?, ?, ?)", (sid, root, model, now, now))
         return sid
 
-    def discard_if_empty(self, session_id: str) -> bool:
-        """Delete a session that recorded nothing (a start that failed before anything was
-        sent), so it does not show up in lists or `--continue`. True if it was deleted."""
-        with self._tx() as db:
-            if any(self._one(f"SELECT 1 FROM {table} WHERE session_id=? LIMIT 1", session_id)
-                   for table in ("messages", "drafts", "tool_calls")):
-                return False
-            db.execute("DELETE FROM usage WHERE session_id=?", (session_id,))
-            db.execute("DELETE FROM sessions WHERE id=?", (session_id,))
-        return True
-
     def update_model(self, session_id: str, model: str) -> None:
         with self._tx() as db:
             db.execute("UPDATE sessions SET model=?, updated=? WHERE id=?",

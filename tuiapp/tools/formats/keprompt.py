@@ -165,6 +165,8 @@ def parse_definitions(text: str) -> list[dict[str, Any]]:
         raise ToolLoadError("--list-functions printed nothing (expected a JSON array)")
     try:
         value = json.loads(text)
+    except RecursionError:
+        raise ToolLoadError("not JSON kep can read: nested too deeply") from None
     except json.JSONDecodeError as e:
         if e.msg == "Extra data":
             snippet = text[e.pos : e.pos + 40]
