@@ -70,7 +70,9 @@ async def test_an_mcp_servers_resources_and_prompts_show_in_the_functions_panel(
         app = app_for(proj)
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.press("ctrl+f")
-            servers = app.query_one(".functions-panel--servers", Static)
+            await until(pilot, lambda: app.screen.query(".functions-panel--servers"),
+                        what="the functions panel")
+            servers = app.screen.query_one(".functions-panel--servers", Static)
             def text() -> str:
                 return " ".join(str(servers.render()).split())
 
