@@ -9,6 +9,8 @@ normal). Tool calls ("echo" answers normally; the others misbehave):
   bad_utf8 {}                      an answer holding a byte that is not UTF-8
   burst {"n": N}                   N log notifications and then the answer, in one write
   no_newline {}                    half an answer without a newline, then exit
+  env {"name": s}, cwd {}, pids {} a variable of its environment, its cwd, its and its child's pid
+`--deaf` ignores SIGTERM and the end of its stdin, and starts a child (`sleep`) in its group.
 """
 
 from __future__ import annotations
@@ -16,13 +18,17 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 from typing import Any
 
 OUT = sys.stdout.buffer
 TOOLS = [{"name": n, "description": n, "inputSchema": {"type": "object"}}
-         for n in ("echo", "big", "image", "dribble", "bad_utf8", "burst", "no_newline")]
+         for n in ("echo", "big", "image", "dribble", "bad_utf8", "burst", "no_newline", "env",
+                   "cwd", "pids")]
+CHILD: list[int] = []
 
 
 def write(data: bytes) -> None:
@@ -78,12 +84,21 @@ def call(rid: Any, name: str, args: dict[str, Any]) -> None:
                                "params": {"level": "info", "data": f"note {i}"}})
                          for i in range(n))
         write(notes + result(rid, text_result(f"after {n} notes")))
+    elif name == "env":
+        write(result(rid, text_result(os.environ.get(str(args.get("name")), "<unset>"))))
+    elif name == "cwd":
+        write(result(rid, text_result(os.getcwd())))
+    elif name == "pids":
+        write(result(rid, text_result(" ".join(map(str, [os.getpid(), *CHILD])))))
     elif name == "no_newline":
         write(result(rid, text_result("cut off"))[:20])
         os._exit(0)
 
 
 def main() -> None:
+    if "--deaf" in sys.argv:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        CHILD.append(subprocess.Popen(["sleep", "60"]).pid)
     big_list = float(sys.argv[sys.argv.index("--big-list") + 1]) if "--big-list" in sys.argv else 0
     for raw in sys.stdin.buffer:
         msg = json.loads(raw)
@@ -105,6 +120,8 @@ def main() -> None:
         else:
             write(line({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601,
                                                                "message": "no such method"}}))
+    if "--deaf" in sys.argv:
+        time.sleep(3600)
 
 
 if __name__ == "__main__":

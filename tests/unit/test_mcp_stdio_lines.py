@@ -137,6 +137,44 @@ async def test_a_server_that_ends_without_a_newline(tmp_path: Path) -> None:
         assert "its output ended with 20 bytes and no newline; dropped" in raw.errlog.read()  # type: ignore[attr-defined]
 
 
+async def test_the_server_gets_its_env_cwd_and_kep_s_mark(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KEP_OWNER", "outer.1 this.2")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    params = StdioServerParameters(command=sys.executable, args=[RAW], cwd=tmp_path,
+                                   env={"KEP_OWNER": "forged", "GIVEN": "yes"})
+    async with Client(stdio_transport(params, errlog=sys.stderr), mode="legacy") as client:
+        async def get(tool: str, **args: str) -> str:
+            return text_of(await client.call_tool(tool, args))
+
+        assert await get("env", name="KEP_OWNER") == "outer.1 this.2"  # lifetime.py's mark
+        assert await get("env", name="GIVEN") == "yes"
+        assert await get("env", name="HOME") == str(tmp_path)  # the SDK's safe defaults
+        assert await get("cwd") == str(tmp_path)
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_a_deaf_server_and_its_child_are_killed_within_bounds(tmp_path: Path) -> None:
+    params = StdioServerParameters(command=sys.executable, args=[RAW, "--deaf"])
+    client = Client(stdio_transport(params, errlog=sys.stderr), mode="legacy")
+    async with client:
+        pids = [int(p) for p in text_of(await client.call_tool("pids", {})).split()]
+        assert len(pids) == 2 and all(map(alive, pids))
+        start = time.monotonic()
+    took = time.monotonic() - start
+    assert took < 6, f"stopping took {took:.1f}s"  # stdin closed, 2 s, SIGTERM, 2 s, SIGKILL
+    await asyncio.sleep(0.2)
+    assert not any(map(alive, pids)), "the server or its child outlived its connection"
+
+
 # ---- through kep: the failed start and the tool call a user sees --------------------------
 
 
