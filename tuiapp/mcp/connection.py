@@ -317,7 +317,7 @@ class ServerConnection:
                     f"{tail or 'no stderr output (log: ' + str(self.log) + ')'}")
         if isinstance(error, FileNotFoundError):
             return f"command not found: {self.cfg.command}"
-        return one_line(error)
+        return one_line(error).removeprefix("MCPError: ")  # the server's words, or kep's
 
     def _logger(self, log: IO[str]) -> Callable[[types.LoggingMessageNotificationParams], Any]:
         """notifications/message from the server go to its log file, like its stderr."""
