@@ -268,3 +268,20 @@ def test_the_raw_fake_writes_what_it_says() -> None:
         sys.path.pop(0)
     data = mcp_raw_server.big_line(9, 0.001, id_last=True)
     assert data.endswith(b'"jsonrpc":"2.0","id":9}\n') and json.loads(data)["id"] == 9
+
+
+@pytest.mark.parametrize("size", [100, 2 << 20])  # parsed inline, and in a worker thread
+def test_hostile_lines_become_one_clear_error(size: int) -> None:
+    from tuiapp.mcp.stdio_lines import BadLine, parse
+
+    pad = b" " * size
+    deep = b'{"jsonrpc":"2.0","id":4,"result":{"a":' + b"[" * 5000 + b"]" * 5000 + b"}}" + pad
+    message, problem = parse(deep, "utf-8", "strict")
+    assert problem and problem.startswith("sent a line that is not a JSON-RPC message: ")
+    assert message.message.id == 4 and message.message.error.message == problem  # type: ignore[union-attr]
+    # not an answer (the server's own request): it must not be taken for the answer to ours
+    request = b'{"jsonrpc":"2.0","id":4,"method":"x","params":' + pad + b"}}"
+    message, problem = parse(request, "utf-8", "strict")
+    assert isinstance(message, BadLine) and str(message) == problem
+    ok, problem = parse(b'{"jsonrpc":"2.0","id":5,"result":{}}' + pad, "utf-8", "strict")
+    assert problem is None and ok.message.id == 5  # type: ignore[union-attr]
