@@ -134,7 +134,8 @@ async def test_a_server_that_ends_without_a_newline(tmp_path: Path) -> None:
             await asyncio.wait_for(raw.call_tool("no_newline", {}), 10)
         assert caught.value.error.code == CONNECTION_CLOSED
         raw.errlog.seek(0)  # type: ignore[attr-defined]
-        assert "its output ended with 20 bytes and no newline; dropped" in raw.errlog.read()  # type: ignore[attr-defined]
+        log = raw.errlog.read()  # type: ignore[attr-defined]
+        assert "# kep: the server ended its output with 20 bytes and no newline; dropped" in log
 
 
 async def test_the_server_gets_its_env_cwd_and_kep_s_mark(

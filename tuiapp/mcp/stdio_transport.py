@@ -98,7 +98,7 @@ async def _read(process: Process, out: MemoryObjectSendStream[Incoming],
                         delivering = False  # the session is gone: drain to the end
                         break
         if splitter.pending and delivering:
-            _note(errlog, f"its output ended with {splitter.pending} bytes and no newline; "
+            _note(errlog, f"ended its output with {splitter.pending} bytes and no newline; "
                           "dropped")
 
 
