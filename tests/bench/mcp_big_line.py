@@ -23,7 +23,7 @@ from _common import REPO, isolated_env
 RAW = str(REPO / "tests" / "fakes" / "mcp_raw_server.py")
 
 
-async def one(transport: Any, mb: float) -> tuple[float, float, str]:
+async def one(transport: Any, mb: float, char: str) -> tuple[float, float, str]:
     from mcp import Client, StdioServerParameters
 
     params = StdioServerParameters(command=sys.executable, args=[RAW])
@@ -42,8 +42,8 @@ async def one(transport: Any, mb: float) -> tuple[float, float, str]:
         ticker = asyncio.create_task(tick())
         start = time.perf_counter()
         try:
-            result = await client.call_tool("big", {"mb": mb})
-            outcome = f"{len(result.content[0].text) / 2**20:.0f} MB of text"
+            result = await client.call_tool("big", {"mb": mb, "char": char})
+            outcome = f"{len(result.content[0].text) / 2**20:.1f} M characters of text"
         except Exception as e:
             outcome = f"error: {e}"
         took = time.perf_counter() - start
@@ -56,6 +56,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--mb", type=float, nargs="+", default=[50, 5, 30])
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--char", default="x", help='what the text is made of (\'"\': all escapes)')
     p.add_argument("--sdk", action="store_true", help="also measure the SDK's stdio_client")
     opts = p.parse_args()
     isolated_env(Path(tempfile.mkdtemp(prefix="kep-bench-")))
@@ -66,7 +67,7 @@ def main() -> None:
     transports = [("kep", stdio_transport)] + ([("sdk", stdio_client)] if opts.sdk else [])
     for mb in opts.mb:
         for name, transport in transports:
-            runs = [asyncio.run(one(transport, mb)) for _ in range(opts.runs)]
+            runs = [asyncio.run(one(transport, mb, opts.char)) for _ in range(opts.runs)]
             took = statistics.median(r[0] for r in runs)
             stall = statistics.median(r[1] for r in runs)
             print(f"{name} {mb:g} MB line: call {took:.2f} s, longest loop stall "

@@ -3,7 +3,8 @@
 No SDK: what goes to stdout is exactly what the tests need to hit kep's line reader with.
 `--big-list MB` answers the first tools/list with one line of that many MB (later ones are
 normal). Tool calls ("echo" answers normally; the others misbehave):
-  big {"mb": N, "id_last": bool}   one line of N MB (the id first, or last as some SDKs put it)
+  big {"mb": N, "id_last": bool, "char": c}  a line of N MB of c (JSON-escaped: '"' is 2 bytes)
+                                   with the id first, or last as some SDKs put it
   image {"mb": N}                  an image result of N MB of base64
   dribble {"text": s}              the answer in 1- to 7-byte writes
   bad_utf8 {}                      an answer holding a byte that is not UTF-8
@@ -48,8 +49,9 @@ def text_result(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": False}
 
 
-def big_line(rid: Any, mb: float, id_last: bool = False, key: str = "text") -> bytes:
-    filler = "x" * int(mb * 1024 * 1024)
+def big_line(rid: Any, mb: float, id_last: bool = False, key: str = "text", char: str = "x"
+             ) -> bytes:
+    filler = char * int(mb * 1024 * 1024 / len(json.dumps(char)[1:-1].encode()))
     if id_last:  # {"result":…,"jsonrpc":"2.0","id":N}, the order the TypeScript SDK writes
         body = {"result": text_result(filler), "jsonrpc": "2.0", "id": rid}
         return json.dumps(body, separators=(",", ":")).encode() + b"\n"
@@ -63,7 +65,8 @@ def call(rid: Any, name: str, args: dict[str, Any]) -> None:
     if name == "echo":
         write(result(rid, text_result(str(args.get("text", "")))))
     elif name == "big":
-        write(big_line(rid, float(args.get("mb", 50)), bool(args.get("id_last"))))
+        write(big_line(rid, float(args.get("mb", 50)), bool(args.get("id_last")),
+                       char=str(args.get("char", "x"))))
     elif name == "image":
         data = base64.b64encode(b"\x89PNG\r\n\x1a\n" + os.urandom(int(args.get("mb", 5) * 2**20)))
         write(result(rid, {"content": [{"type": "image", "data": data.decode()[: int(
