@@ -31,6 +31,7 @@ from mcp.shared.message import SessionMessage
 
 from tuiapp.mcp import stdio_lines
 from tuiapp.mcp.stdio_lines import Dropped, LineSplitter
+from tuiapp.tools.lifetime import OWNER_VAR
 
 EXIT_WAIT = 2.0  # after stdin closes, then after SIGTERM, then after SIGKILL (as the SDK)
 FLUSH_WAIT = 0.5  # for the writer to send what the session already handed it
@@ -52,8 +53,8 @@ async def stdio_transport(params: StdioServerParameters, errlog: TextIO = sys.st
             yield streams
         return
     env = get_default_environment() | (params.env or {})
-    if owner := os.environ.get("KEP_OWNER"):  # a server's own env cannot drop the mark
-        env["KEP_OWNER"] = owner
+    if owner := os.environ.get(OWNER_VAR):  # a server's own env cannot drop the mark
+        env[OWNER_VAR] = owner
     process = await anyio.open_process([params.command, *params.args], env=env, stderr=errlog,
                                        cwd=params.cwd, start_new_session=True)
     # No await from here until the task group is entered: a cancel in between would leak it.
