@@ -69,10 +69,13 @@ async def test_an_mcp_servers_resources_and_prompts_show_in_the_functions_panel(
             "url": f"http://127.0.0.1:{line.split()[1]}/sse", "type": "sse"}}}))
         app = app_for(proj)
         async with app.run_test(size=(120, 40)) as pilot:
+            # (a key pressed before the chat screen is composed is lost: wait for it first)
+            await until(pilot, lambda: app.screen.query("Transcript"), what="the chat screen")
             await pilot.press("ctrl+f")
             await until(pilot, lambda: app.screen.query(".functions-panel--servers"),
                         what="the functions panel")
             servers = app.screen.query_one(".functions-panel--servers", Static)
+
             def text() -> str:
                 return " ".join(str(servers.render()).split())
 

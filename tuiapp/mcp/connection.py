@@ -22,7 +22,6 @@ import anyio
 import mcp.types as types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.sse import sse_client
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
@@ -33,6 +32,7 @@ from tuiapp.mcp import startup
 from tuiapp.mcp.servers import expand_headers, tool_name, unset_header_vars
 from tuiapp.mcp.startup import StartRefused, exit_description, http_status, wrapped_command
 from tuiapp.mcp.state import ServerState, ServerStatus
+from tuiapp.mcp.stdio_transport import stdio_transport
 from tuiapp.tools.model import BrokenTool, ToolSpec
 from tuiapp.tools.schema import schema_error
 
@@ -221,7 +221,7 @@ class ServerConnection:
         params = StdioServerParameters(
             command=command, args=args, env=env, cwd=self._config().project_root,
         )
-        return stdio_client(params, errlog=log)
+        return stdio_transport(params, errlog=log)
 
     def _given_env(self) -> dict[str, str]:
         given = secrets.expand_vars(self.cfg.env)
@@ -317,7 +317,7 @@ class ServerConnection:
                     f"{tail or 'no stderr output (log: ' + str(self.log) + ')'}")
         if isinstance(error, FileNotFoundError):
             return f"command not found: {self.cfg.command}"
-        return one_line(error)
+        return one_line(error).removeprefix("MCPError: ")  # the server's words, or kep's
 
     def _logger(self, log: IO[str]) -> Callable[[types.LoggingMessageNotificationParams], Any]:
         """notifications/message from the server go to its log file, like its stderr."""
