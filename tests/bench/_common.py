@@ -9,6 +9,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -64,6 +65,19 @@ def rss_mb(pid: int | str = "self") -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+class RssSampler(threading.Thread):
+    """Samples this process's RSS from a thread, so a busy event loop cannot hide a peak."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peak = 0.0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.01):
+            self.peak = max(self.peak, rss_mb())
 
 
 def p95(values: list[float]) -> float:

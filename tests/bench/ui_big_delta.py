@@ -27,11 +27,20 @@ import gc
 import json
 import subprocess
 import sys
-import threading
 import time
 from typing import Any
 
-from _common import KeyTypist, StallWatch, isolated_env, p95, rss_mb, send_key, temp_home, verdict
+from _common import (
+    KeyTypist,
+    RssSampler,
+    StallWatch,
+    isolated_env,
+    p95,
+    rss_mb,
+    send_key,
+    temp_home,
+    verdict,
+)
 
 MARK = "ENDMARK"
 
@@ -43,19 +52,6 @@ def reply_text(kind: str, size: int) -> str:
     para = line * 20 + "\n\n"
     body = (para * (size // len(para) + 1))[: size - len(MARK) - 1]
     return body + " " + MARK
-
-
-class RssSampler(threading.Thread):
-    """Samples RSS from a thread, so a busy event loop cannot hide a peak."""
-
-    def __init__(self) -> None:
-        super().__init__(daemon=True)
-        self.peak = 0.0
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        while not self.stop.wait(0.01):
-            self.peak = max(self.peak, rss_mb())
 
 
 async def one_case(kind: str, size: int) -> dict[str, Any]:

@@ -20,12 +20,11 @@ import asyncio
 import gc
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from _common import KeyTypist, isolated_env, p95, rss_mb, send_key, temp_home, verdict
+from _common import KeyTypist, RssSampler, isolated_env, p95, rss_mb, send_key, temp_home, verdict
 
 FLOOD = '''#!{python}
 import json, sys
@@ -64,19 +63,6 @@ def baseline(tool: Path) -> float:
         pass
     proc.wait()
     return time.perf_counter() - t0
-
-
-class RssSampler(threading.Thread):
-    """Samples this process's RSS from a thread, so a busy event loop cannot hide a peak."""
-
-    def __init__(self) -> None:
-        super().__init__(daemon=True)
-        self.peak = 0.0
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        while not self.stop.wait(0.01):
-            self.peak = max(self.peak, rss_mb())
 
 
 async def run_app(project: Path) -> dict[str, Any]:
