@@ -34,10 +34,19 @@ def start(root: Path, how: str) -> subprocess.Popen[bytes]:
                             stderr=subprocess.PIPE, start_new_session=True)
 
 
-def end(proc: subprocess.Popen[bytes], sig: int) -> None:
-    proc.send_signal(sig)
-    proc.wait(10)
-    assert b"Traceback" not in proc.stderr.read()  # type: ignore[union-attr]
+def end_when_ready(project: Path, proc: subprocess.Popen[bytes], mark: str, sig: int) -> None:
+    """Once the tool (or server) has started every process marked `mark`, end kep with `sig`:
+    kep ends without a traceback, and none of those processes is left."""
+    try:
+        wait_for(project / "ready", proc)
+        all_started(mark)
+        proc.send_signal(sig)
+        proc.wait(10)
+        assert b"Traceback" not in proc.stderr.read()  # type: ignore[union-attr]
+        assert_all_gone(mark)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
@@ -50,14 +59,7 @@ env -i setsid sh -c 'sleep {mark} & sleep {mark}' </dev/null >/dev/null 2>&1 &
 touch "{project}/ready"
 sleep {mark}""")
     proc = start(project, how)
-    try:
-        wait_for(project / "ready", proc)
-        all_started(mark)
-        end(proc, sig)
-        assert_all_gone(mark)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    end_when_ready(project, proc, mark, sig)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
@@ -72,14 +74,7 @@ setsid sh -c 'trap "" TERM; sleep {mark} & sleep {mark}' </dev/null &
 touch "{project}/ready"
 sleep {mark}""")
     proc = start(project, "run")
-    try:
-        wait_for(project / "ready", proc)
-        all_started(mark)
-        end(proc, sig)
-        assert_all_gone(mark)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    end_when_ready(project, proc, mark, sig)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP])
@@ -102,11 +97,4 @@ exec sleep {mark}
     proc = subprocess.Popen([*KEP, "run", "use the slow server"], cwd=project, env=kep_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
-    try:
-        wait_for(project / "ready", proc)
-        all_started(mark)
-        end(proc, sig)
-        assert_all_gone(mark)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    end_when_ready(project, proc, mark, sig)
