@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, isolated_env
+from _common import REPO, StallWatch, isolated_env
 
 RAW = str(REPO / "tests" / "fakes" / "mcp_raw_server.py")
 
@@ -29,17 +29,8 @@ async def one(transport: Any, mb: float, char: str) -> tuple[float, float, str]:
     params = StdioServerParameters(command=sys.executable, args=[RAW])
     async with Client(transport(params, errlog=sys.stderr), mode="legacy",
                       read_timeout_seconds=300) as client:
-        worst, done = 0.0, False
-
-        async def tick() -> None:
-            nonlocal worst
-            last = time.perf_counter()
-            while not done:
-                await asyncio.sleep(0.005)
-                now = time.perf_counter()
-                worst, last = max(worst, now - last), now
-
-        ticker = asyncio.create_task(tick())
+        watch = StallWatch()
+        watch.start()
         start = time.perf_counter()
         try:
             result = await client.call_tool("big", {"mb": mb, "char": char})
@@ -47,9 +38,8 @@ async def one(transport: Any, mb: float, char: str) -> tuple[float, float, str]:
         except Exception as e:
             outcome = f"error: {e}"
         took = time.perf_counter() - start
-        done = True
-        await ticker
-        return took, worst, outcome
+        watch.stop()
+        return took, watch.worst, outcome
 
 
 def main() -> None:
