@@ -25,10 +25,6 @@ STRUCTURED_CAP = 16 * 1024  # characters of structured content shown as JSON
 _BASE64 = re.compile(r"^[A-Za-z0-9+/\s]{512,}={0,2}$")
 
 
-def result_text(result: types.CallToolResult) -> str:
-    return result_parts(result)[0]
-
-
 def result_parts(result: types.CallToolResult) -> tuple[str, tuple[ToolImage, ...]]:
     """The result's text and the images that may be sent with it."""
     budget = ImageBudget()
