@@ -30,10 +30,10 @@ from __future__ import annotations
 import re
 
 # Control characters but tab and newline, DEL, C1 controls, lone surrogates, bidi controls.
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
-# ... and the implicit direction marks, for names and approvals.
-_UNSAFE_MARKS = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+_UNSAFE_CHARS = r"\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069"
+_MARKS = r"\u200e\u200f\u061c"  # the implicit direction marks, for names and approvals
+_UNSAFE = re.compile(f"[{_UNSAFE_CHARS}]")
+_UNSAFE_MARKS = re.compile(f"[{_UNSAFE_CHARS}{_MARKS}]")
 # A whole escape sequence: CSI (ESC [ … final), OSC/DCS/APC/PM/SOS (ESC ] … BEL or ST),
 # or any other escape (ESC, intermediate bytes, one final byte: "ESC ( B", "ESC 7").
 _ESCAPE = re.compile(
@@ -101,7 +101,7 @@ class StreamPrintable:
         return printable(text)
 
 
-_JSON_UNSAFE = re.compile(r"[\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+_JSON_UNSAFE = re.compile(r"[\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069" + _MARKS + "]")
 
 
 def json_printable(serialized: str) -> str:
