@@ -26,10 +26,10 @@ from pathlib import Path
 
 from _common import isolated_env, median, p95, temp_home, verdict
 
-from tuiapp import config
-from tuiapp.core.events import RegistryChanged
-from tuiapp.tools.reloader import Reloader
-from tuiapp.workspace import Workspace
+from tuiapp.project.reloader import Reloader
+from tuiapp.project.workspace import Workspace
+from tuiapp.settings import config
+from tuiapp.vocab.events import RegistryChanged
 
 PY_TOOL = """#!/usr/bin/env python3
 import json, sys

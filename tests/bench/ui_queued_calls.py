@@ -46,13 +46,13 @@ def write_project(root: Path, calls: int, sleep: float) -> Path:
 async def run_app(project: Path, calls: int) -> dict[str, Any]:
     from tui_helpers import ScriptedProvider
 
-    from tuiapp import config
-    from tuiapp.core.events import ToolCallQueued, ToolCallStarted, ToolFinished
-    from tuiapp.core.messages import ToolCall
+    from tuiapp.project.workspace import Workspace
     from tuiapp.providers.base import StreamEnd
+    from tuiapp.settings import config
     from tuiapp.ui.app import make_app
     from tuiapp.ui.messages import CoreEvent
-    from tuiapp.workspace import Workspace
+    from tuiapp.vocab.events import ToolCallQueued, ToolCallStarted, ToolFinished
+    from tuiapp.vocab.messages import ToolCall
 
     reply = [ToolCall(f"c{i}", "nap", {"n": i}) for i in range(calls)]
     provider = ScriptedProvider([[*reply, StreamEnd("tool_use")], [StreamEnd("end_turn")]])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from textual.app import App
 
-from tuiapp import config, paths
+from tuiapp.settings import config, paths
 from tuiapp.ui.themes import load_themes, register_themes, save_theme_choice
 
 

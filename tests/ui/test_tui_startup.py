@@ -16,7 +16,7 @@ import asyncio, json, sys
 from pathlib import Path
 from tuiapp import config
 from tuiapp.ui.app import KepApp
-from tuiapp.workspace import Workspace
+from tuiapp.project.workspace import Workspace
 
 seen = {}
 

@@ -9,14 +9,14 @@ import pytest
 from textual.widgets import Checkbox, Input, Log, Select, Static, TextArea
 from tui_helpers import send, until, wait_approval, wait_idle
 
-from tuiapp import config
-from tuiapp.tools.model import ToolSpec
+from tuiapp.project.workspace import Workspace
+from tuiapp.settings import config
 from tuiapp.ui.app import make_app
 from tuiapp.ui.screens.new_function import NewFunction
 from tuiapp.ui.screens.tool_editor import ToolEditor
 from tuiapp.ui.widgets.schema_form import SchemaForm
 from tuiapp.ui.widgets.workbench import Workbench
-from tuiapp.workspace import Workspace
+from tuiapp.vocab.tool_specs import ToolSpec
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import KEP, kep_env
 
-from tuiapp import config
-from tuiapp.core import agent as agent_mod
-from tuiapp.core.session_start import StartError, choices, parse_sets, prepare
-from tuiapp.workspace import Workspace
+from tuiapp.conversation import agent as agent_mod
+from tuiapp.project.session_start import StartError, choices, parse_sets, prepare
+from tuiapp.project.workspace import Workspace
+from tuiapp.settings import config
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
 

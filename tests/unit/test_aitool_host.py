@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tuiapp import config, config_types
-from tuiapp.core.messages import ToolCall
-from tuiapp.core.session_start import prepare
-from tuiapp.workspace import Workspace
+from tuiapp.project.session_start import prepare
+from tuiapp.project.workspace import Workspace
+from tuiapp.settings import config, config_types
+from tuiapp.vocab.messages import ToolCall
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "aitool_host"
 SOURCE = '[[tools.sources]]\nformat = "aitool"\npath = "hostapp/tools"\n'

@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 from test_conversation import Recorder, Scripted
 
-from tuiapp import config, config_writer
-from tuiapp.config_types import ApprovalConfig, Config, Rule
-from tuiapp.core import policy
-from tuiapp.core.conversation import Approval, Conversation
-from tuiapp.core.events import Notice, TextDelta, ToolCallDecided
-from tuiapp.core.messages import ToolCall
-from tuiapp.paths import builtin_functions_dir
+from tuiapp.conversation.conversation import Approval, Conversation
 from tuiapp.providers.base import StreamEnd
-from tuiapp.tools.model import ToolSpec
+from tuiapp.security import policy
+from tuiapp.settings import config, config_writer
+from tuiapp.settings.config_types import ApprovalConfig, Config, Rule
+from tuiapp.settings.paths import builtin_functions_dir
+from tuiapp.vocab.events import Notice, TextDelta, ToolCallDecided
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 EXEC = ToolSpec("execcmd", "run", {"type": "object", "properties": {"cmd": {"type": "string"}},
                                    "required": ["cmd"]}, "keprompt", "/x/shell")

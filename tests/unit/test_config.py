@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import KEP, kep_env
 
-from tuiapp import config, config_types, config_writer
+from tuiapp.settings import config, config_types, config_writer
 
 
 def write(p: Path, text: str) -> Path:
@@ -98,7 +98,7 @@ def test_masked_hides_secrets_but_not_env_names() -> None:
 
 
 def test_project_root_is_nearest_ancestor(tmp_path: Path) -> None:
-    from tuiapp.paths import find_project_root
+    from tuiapp.settings.paths import find_project_root
 
     (tmp_path / "a" / "prompts").mkdir(parents=True)
     deep = tmp_path / "a" / "b" / "c"
@@ -175,7 +175,7 @@ def test_config_path_prints_every_directory(tmp_path: Path) -> None:
     for label in ("user config:", "project config:", "user themes:", "data (sessions, spool):",
                   "cache (tool declarations):"):
         assert label in out.stdout
-    from tuiapp import paths
+    from tuiapp.settings import paths
 
     assert str(paths.data_dir()) in out.stdout and str(paths.cache_dir()) in out.stdout
 

@@ -17,9 +17,9 @@ from formats_util import FIXTURES
 from test_format_extensions import LIGHT_SCHEMA
 from test_format_loki import TSX
 
-from tuiapp import config
-from tuiapp.tools.model import FORMATS
+from tuiapp.settings import config
 from tuiapp.tools.registry import Registry
+from tuiapp.vocab.tool_specs import FORMATS
 
 pytestmark = pytest.mark.slow  # a few kep subprocesses, each importing its tools
 

@@ -25,16 +25,16 @@ from typing import Any
 import pytest
 from conftest import KEP, kep_env, write_tool
 
-from tuiapp import config, config_types
-from tuiapp.config_types import ConfigError, ProviderConfig
-from tuiapp.core.conversation import allow_all
-from tuiapp.core.events import Event, RegistryChanged, ToolCallDecided, ToolFinished
-from tuiapp.core.messages import Message, ToolCall
+from tuiapp.conversation.conversation import allow_all
+from tuiapp.project.reloader import Reloader
+from tuiapp.project.workspace import Workspace
 from tuiapp.providers.base import Provider, StreamEnd, StreamItem
-from tuiapp.tools.model import ToolSpec
-from tuiapp.tools.reloader import Reloader
+from tuiapp.settings import config, config_types
+from tuiapp.settings.config_types import ConfigError, ProviderConfig
 from tuiapp.tools.watcher import Batch, Watcher, ignored
-from tuiapp.workspace import Workspace
+from tuiapp.vocab.events import Event, RegistryChanged, ToolCallDecided, ToolFinished
+from tuiapp.vocab.messages import Message, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 REPO = Path(__file__).resolve().parents[2]
 WAIT = 15.0  # upper bound for any one wait (a slow CI box), never a timing assertion

@@ -10,15 +10,15 @@ import shutil
 import sys
 from pathlib import Path
 
-from tuiapp import config, config_types
-from tuiapp.config_types import Config, McpServerConfig
-from tuiapp.core.messages import ToolCall
-from tuiapp.core.session_start import prepare
 from tuiapp.mcp.client import McpManager
 from tuiapp.mcp.servers import read_mcp_json
+from tuiapp.project.session_start import prepare
+from tuiapp.project.workspace import Workspace
+from tuiapp.settings import config, config_types
+from tuiapp.settings.config_types import Config, McpServerConfig
 from tuiapp.tools.cache import DeclarationCache
 from tuiapp.tools.registry import Registry
-from tuiapp.workspace import Workspace
+from tuiapp.vocab.messages import ToolCall
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "llm_functions_fidelity"
 FAKE_MCP = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tuiapp import config
-from tuiapp.core.messages import ToolCall
-from tuiapp.core.session_start import StartError, choices, prepare
 from tuiapp.mcp.servers import configured_servers
-from tuiapp.workspace import Workspace
+from tuiapp.project.session_start import StartError, choices, prepare
+from tuiapp.project.workspace import Workspace
+from tuiapp.settings import config
+from tuiapp.vocab.messages import ToolCall
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "loki_config"
 

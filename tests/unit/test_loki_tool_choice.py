@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tuiapp import config
-from tuiapp.core.session_start import prepare
-from tuiapp.workspace import Workspace
+from tuiapp.project.session_start import prepare
+from tuiapp.project.workspace import Workspace
+from tuiapp.settings import config
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "loki_config"
 VISIBLE = """\

@@ -7,7 +7,7 @@ import sys
 import pytest
 from platformdirs import PlatformDirs
 
-from tuiapp import paths
+from tuiapp.settings import paths
 
 DIRS = (("XDG_CONFIG_HOME", "user_config_dir", paths.config_dir, "KEP_CONFIG_DIR"),
         ("XDG_DATA_HOME", "user_data_dir", paths.data_dir, "KEP_DATA_DIR"),

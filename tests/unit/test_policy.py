@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from tuiapp import config
-from tuiapp.config_types import ApprovalConfig, ConfigError
-from tuiapp.core.messages import ToolCall
-from tuiapp.core.policy import decide, decide_direct
-from tuiapp.paths import builtin_functions_dir
-from tuiapp.tools.model import ToolSpec
+from tuiapp.security.policy import decide, decide_direct
+from tuiapp.settings import config
+from tuiapp.settings.config_types import ApprovalConfig, ConfigError
+from tuiapp.settings.paths import builtin_functions_dir
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 BUILTIN_FILES = str(builtin_functions_dir() / "files")
 

@@ -16,18 +16,18 @@ import pytest
 from conftest import KEP, kep_env
 from fakes.llm_server import FakeLLMServer
 
-from tuiapp.config_types import ApprovalConfig, Rule
-from tuiapp.core.conversation import Conversation, allow_all
-from tuiapp.core.events import Event, PromptOutput, TextDelta, ToolCallRequested, ToolFinished
-from tuiapp.core.messages import Message, ToolCall
-from tuiapp.core.prompt_calls import parse_cmd
-from tuiapp.core.prompt_file import PromptError, load, parse
-from tuiapp.core.prompt_run import PromptRun
-from tuiapp.core.prompt_statements import entry_matches
-from tuiapp.core.prompt_variables import substitute
+from tuiapp.conversation.conversation import Conversation, allow_all
+from tuiapp.conversation.prompt_calls import parse_cmd
+from tuiapp.conversation.prompt_file import PromptError, load, parse
+from tuiapp.conversation.prompt_run import PromptRun
+from tuiapp.conversation.prompt_statements import entry_matches
+from tuiapp.conversation.prompt_variables import substitute
+from tuiapp.project.workspace import BASE_PROMPT
 from tuiapp.providers.base import Provider, StreamEnd, StreamItem
-from tuiapp.tools.model import ToolSpec
-from tuiapp.workspace import BASE_PROMPT
+from tuiapp.settings.config_types import ApprovalConfig, Rule
+from tuiapp.vocab.events import Event, PromptOutput, TextDelta, ToolCallRequested, ToolFinished
+from tuiapp.vocab.messages import Message, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "prompts"
 
@@ -284,7 +284,7 @@ def test_cli_errors_exit_2_and_send_nothing(project: Path) -> None:
 
 
 def test_a_prompt_that_fails_its_check_leaves_no_session_behind(project: Path) -> None:
-    from tuiapp.core.store import Store
+    from tuiapp.conversation.store import Store
 
     with FakeLLMServer([{"text": "never"}]) as server:
         root = setup_project(project, provider_url=server.base_url)
@@ -303,7 +303,7 @@ def test_a_prompt_that_fails_its_check_leaves_no_session_behind(project: Path) -
 def test_a_prompt_whose_cmd_fails_before_anything_is_sent_leaves_no_session(project: Path) -> None:
     """A `.cmd` that fails at run time ends the start before any message reaches the model: no
     "(no message)" record is left for `--continue` to land in (the tool's error is on stderr)."""
-    from tuiapp.core.store import Store
+    from tuiapp.conversation.store import Store
 
     with FakeLLMServer([{"text": "never"}]) as server:
         root = setup_project(project, provider_url=server.base_url)

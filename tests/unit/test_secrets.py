@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from tuiapp import config, config_types
-from tuiapp.core import secrets
-from tuiapp.core.secrets import MIN_SECRET_LEN, Secrets
+from tuiapp.security import secrets
+from tuiapp.security.secrets import MIN_SECRET_LEN, Secrets
+from tuiapp.settings import config, config_types
 
 KEY = "sk-proj-REALKEY-0123456789abcdefghij"
 TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123"

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from conftest import KEP, kep_env
 
-from tuiapp import config
-from tuiapp.core.session_start import prepare
-from tuiapp.core.system_prompt import build_system_prompt, compose
-from tuiapp.tools.model import ToolSpec
-from tuiapp.workspace import BASE_PROMPT, Workspace
+from tuiapp.project.session_start import prepare
+from tuiapp.project.system_prompt import build_system_prompt, compose
+from tuiapp.project.workspace import BASE_PROMPT, Workspace
+from tuiapp.settings import config
+from tuiapp.vocab.tool_specs import ToolSpec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 NO_ARGS: dict[str, object] = {"type": "object", "properties": {}}

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from conftest import KEP, kep_env
 
-from tuiapp import config
-from tuiapp.core.messages import ToolCall
+from tuiapp.settings import config
 from tuiapp.tools.check import check_entries
 from tuiapp.tools.registry import Registry
 from tuiapp.tools.runner import Runner
 from tuiapp.tools.templates import LANGS, TemplateError, create
+from tuiapp.vocab.messages import ToolCall
 
 PAIRS = [(fmt, lang) for fmt, langs in LANGS.items() for lang in langs]
 

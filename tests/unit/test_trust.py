@@ -17,10 +17,11 @@ import pytest
 from conftest import KEP, REPO, kep_env
 from fakes import hostile_checkout as hostile
 
-from tuiapp import config, config_writer, trust
 from tuiapp.commands._common import load_config
-from tuiapp.trust_items import inventory
-from tuiapp.workspace import Workspace
+from tuiapp.project.workspace import Workspace
+from tuiapp.security import trust
+from tuiapp.security.trust_items import inventory
+from tuiapp.settings import config, config_writer
 
 PYCACHE = os.path.join(tempfile.gettempdir(), "kep-test-pycache")
 

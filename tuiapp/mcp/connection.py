@@ -25,16 +25,17 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from tuiapp import __version__, paths
-from tuiapp.config_types import Config, McpServerConfig
-from tuiapp.core import secrets
+from tuiapp import __version__
 from tuiapp.mcp import startup
 from tuiapp.mcp.servers import expand_headers, tool_name, unset_header_vars
 from tuiapp.mcp.startup import StartRefused, exit_description, http_status, wrapped_command
 from tuiapp.mcp.state import ServerState, ServerStatus
 from tuiapp.mcp.stdio_transport import stdio_transport
-from tuiapp.tools.model import BrokenTool, ToolSpec
+from tuiapp.security import secrets
+from tuiapp.settings import paths
+from tuiapp.settings.config_types import Config, McpServerConfig
 from tuiapp.tools.schema import schema_error
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 Publish = Callable[[list[ToolSpec | BrokenTool]], None]
 MAX_LIST_PAGES = 50  # a server whose tools/list never stops paginating cannot hang kep

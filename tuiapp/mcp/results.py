@@ -17,8 +17,8 @@ from typing import Any
 
 import mcp.types as types
 
-from tuiapp.core.messages import ToolImage, human_size
-from tuiapp.core.tool_images import ImageBudget, estimated_size
+from tuiapp.tools.images import ImageBudget, estimated_size
+from tuiapp.vocab.messages import ToolImage, human_size
 
 RESOURCE_CAP = 16 * 1024  # characters of one embedded text resource
 STRUCTURED_CAP = 16 * 1024  # characters of structured content shown as JSON

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from tuiapp.core.conversation import Approval
-from tuiapp.core.events import Event, MessageAdded, TextDelta
-from tuiapp.core.messages import ToolCall
-from tuiapp.core.policy import Verdict
-from tuiapp.tools.model import ToolSpec
+from tuiapp.conversation.conversation import Approval
+from tuiapp.security.policy import Verdict
 from tuiapp.ui.messages import ApprovalRequested, CoreEvent, ReplyText
+from tuiapp.vocab.events import Event, MessageAdded, TextDelta
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 Post = Callable[[Message], object]
 

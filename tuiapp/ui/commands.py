@@ -10,7 +10,7 @@ from textual.app import SystemCommand
 from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
-from tuiapp.config_types import Config
+from tuiapp.settings.config_types import Config
 from tuiapp.ui.literal import escaped, highlighted, literal
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
                         app.action_cancel_tools)
     yield SystemCommand("Retry", "Send the last request again after an error (ctrl+r)",
                         app.action_retry)
-    from tuiapp import trust
+    from tuiapp.security import trust
 
     if trust.question(app.ws.config) is not None:  # after "Not now": change your mind here
         from tuiapp.ui.screens.trust import ask_again

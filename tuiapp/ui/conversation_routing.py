@@ -12,7 +12,11 @@ from textual import work
 from textual.app import App
 from textual.worker import Worker, WorkerState
 
-from tuiapp.core.events import (
+from tuiapp.ui.messages import CoreEvent, ReplyText
+from tuiapp.ui.widgets.prompt_input import PromptInput
+from tuiapp.ui.widgets.status_footer import StatusFooter
+from tuiapp.ui.widgets.transcript import Transcript
+from tuiapp.vocab.events import (
     MessageAdded,
     RegistryChanged,
     ToolCallDecided,
@@ -22,10 +26,6 @@ from tuiapp.core.events import (
     TurnEnded,
     Usage,
 )
-from tuiapp.ui.messages import CoreEvent, ReplyText
-from tuiapp.ui.widgets.prompt_input import PromptInput
-from tuiapp.ui.widgets.status_footer import StatusFooter
-from tuiapp.ui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
     from tuiapp.ui.chat import ChatSession

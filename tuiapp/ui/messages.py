@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from tuiapp.core.events import Event
+from tuiapp.vocab.events import Event
 
 if TYPE_CHECKING:
     from tuiapp.ui.bridge import PendingApproval

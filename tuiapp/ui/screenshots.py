@@ -98,11 +98,11 @@ async def _until(pilot: object, check: Callable[[], bool], what: str, timeout: f
 
 
 async def take_all(project: Path, out: Path) -> list[Path]:
-    from tuiapp import config
+    from tuiapp.project.workspace import Workspace
+    from tuiapp.settings import config
     from tuiapp.ui.app import make_app
     from tuiapp.ui.widgets.prompt_input import PromptInput
     from tuiapp.ui.widgets.tool_panes import ToolPanes
-    from tuiapp.workspace import Workspace
 
     written: list[Path] = []
 
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         scrub_environment(tmp / "home")
         project = make_demo_project(tmp / "demo")
-        from tuiapp import trust
+        from tuiapp.security import trust
 
         trust.trust(project)  # kep's own demo: its tools are what the screenshots show
         cwd = os.getcwd()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual import work
 
-from tuiapp.tools.model import BrokenTool, ToolSpec
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 # The workbench's modules load when a tool is first opened, not at kep's start.
 if TYPE_CHECKING:

@@ -19,8 +19,8 @@ from typing import Any
 from tuiapp.tools.formats import runtimes  # the parsers: imported when declaring
 from tuiapp.tools.formats.base import FormatContext, ToolFormat, ToolLoadError
 from tuiapp.tools.formats.llm_functions import OUTPUT_FILE
-from tuiapp.tools.model import Invocation, ToolSpec
 from tuiapp.tools.schema import schema_error
+from tuiapp.vocab.tool_specs import Invocation, ToolSpec
 
 SUFFIXES = (".py", ".ts", ".sh")
 AGENT_FILES = ("tools.sh", "tools.py", "tools.js")  # the first one present is the agent's

@@ -1,10 +1,11 @@
 """The folder-trust question: shown once per project, before any of its code runs.
 
-It lists what trusting would switch on (counted by tuiapp.trust without running anything) and
+It lists what trusting would switch on (counted by tuiapp.security.trust without running anything)
+and
 offers two answers. "Not now" is focused and is what Esc and a stray Enter give: trusting
 takes a deliberate move to its button (Tab, Enter, or a click), and none counts in the first
 half second, so text typed as the screen appears never trusts. The
-decision itself and its record stay in tuiapp.trust; this screen only asks.
+decision itself and its record stay in tuiapp.security.trust; this screen only asks.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from tuiapp import config, config_types, trust
-from tuiapp.trust_items import one_line
+from tuiapp.security import trust
+from tuiapp.security.trust_items import one_line
+from tuiapp.settings import config, config_types
 
 if TYPE_CHECKING:
     from tuiapp.ui.app import KepApp

@@ -22,8 +22,9 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Button, Static, TabbedContent, TabPane
 
-from tuiapp.core.display import printable, printable_line
-from tuiapp.core.events import (
+from tuiapp.security.display import printable, printable_line
+from tuiapp.ui.widgets.output_log import OutputLog
+from tuiapp.vocab.events import (
     Event,
     ToolCallDecided,
     ToolCallQueued,
@@ -32,7 +33,6 @@ from tuiapp.core.events import (
     ToolFinished,
     ToolOutput,
 )
-from tuiapp.ui.widgets.output_log import OutputLog
 
 MAX_PANES = 40  # finished panes beyond this are closed, oldest first (memory stays bounded)
 ARGS_SHOWN = 400  # characters of the arguments shown in a pane header
