@@ -101,14 +101,14 @@ async def app_consume(project: Path) -> tuple[float, list[float], int]:
     """(first text in the UI → reply shown, keypress latencies, reply length shown)."""
 
     from tuiapp.conversation.store import Store
+    from tuiapp.project import config as project_config
     from tuiapp.project.workspace import Workspace
-    from tuiapp.settings import config
     from tuiapp.ui.app import make_app
     from tuiapp.ui.messages import CoreEvent, ReplyText
     from tuiapp.ui.widgets.transcript import Transcript
     from tuiapp.vocab.events import TurnEnded
 
-    ws = Workspace(config.load(project))
+    ws = Workspace(project_config.load(project))
     store = Store.open()  # as `kep` runs: the session is recorded while it streams
     app = make_app(ws, model="fake/bench", store=store)
     marks: dict[str, float] = {}

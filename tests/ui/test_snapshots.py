@@ -87,11 +87,11 @@ def demo_project(project: Path) -> Path:
 
 
 def kep_app(project: Path, first_run: bool = False):  # type: ignore[no-untyped-def]
+    from tuiapp.project import config as project_config
     from tuiapp.project.workspace import Workspace
-    from tuiapp.settings import config
     from tuiapp.ui.app import make_app
 
-    return make_app(Workspace(config.load(project)), model="offline", first_run=first_run)
+    return make_app(Workspace(project_config.load(project)), model="offline", first_run=first_run)
 
 
 async def _ready(pilot: Pilot[None]) -> None:

@@ -7,8 +7,10 @@ import sys
 
 CHECK = """
 import importlib, pkgutil, sys
-import tuiapp.conversation, tuiapp.providers, tuiapp.tools
-for pkg in (tuiapp.conversation, tuiapp.providers, tuiapp.tools):
+import tuiapp.conversation, tuiapp.mcp, tuiapp.project, tuiapp.providers, tuiapp.security
+import tuiapp.settings, tuiapp.tools, tuiapp.vocab
+for pkg in (tuiapp.vocab, tuiapp.settings, tuiapp.security, tuiapp.tools, tuiapp.providers,
+            tuiapp.mcp, tuiapp.conversation, tuiapp.project):
     for mod in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
         if mod.name.rsplit(".", 1)[-1].startswith("_child"):
             continue  # child-process entry points run on their own

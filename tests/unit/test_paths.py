@@ -47,7 +47,7 @@ def test_kep_overrides_win(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_linux_answer_needs_no_platformdirs_import() -> None:
     import subprocess
 
-    code = ("import sys; from tuiapp import paths; paths.config_dir(); paths.cache_dir(); "
+    code = ("import sys; from tuiapp.settings import paths; paths.config_dir(); paths.cache_dir(); "
             "print('platformdirs' in sys.modules)")
     env = {"HOME": "/home/ann", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,

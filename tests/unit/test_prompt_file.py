@@ -16,13 +16,15 @@ import pytest
 from conftest import KEP, kep_env
 from fakes.llm_server import FakeLLMServer
 
+from tuiapp.conversation import prompt_variables
 from tuiapp.conversation.conversation import Conversation, allow_all
 from tuiapp.conversation.prompt_calls import parse_cmd
-from tuiapp.conversation.prompt_file import PromptError, load, parse
+from tuiapp.conversation.prompt_file import load, parse
+from tuiapp.conversation.prompt_model import PromptError
 from tuiapp.conversation.prompt_run import PromptRun
 from tuiapp.conversation.prompt_statements import entry_matches
 from tuiapp.conversation.prompt_variables import substitute
-from tuiapp.project.workspace import BASE_PROMPT
+from tuiapp.project.system_prompt import BASE_PROMPT
 from tuiapp.providers.base import Provider, StreamEnd, StreamItem
 from tuiapp.settings.config_types import ApprovalConfig, Rule
 from tuiapp.vocab.events import Event, PromptOutput, TextDelta, ToolCallRequested, ToolFinished
@@ -119,11 +121,11 @@ def test_statements_continuation_lines_and_comments() -> None:
 
 def test_variables_params_and_missing() -> None:
     pf = load(FIXTURES / "everything.prompt")
-    by_name = {v.name: v for v in pf.variables()}
+    by_name = {v.name: v for v in prompt_variables.variables(pf)}
     assert set(by_name) == {"topic", "who", "n"}  # greeting is .set, echoed is `as`, and
     # the keprompt-only `model` param is no variable for kep
     assert by_name["topic"].default == "kep" and by_name["who"].line == 7
-    assert [v.name for v in pf.missing({"who": "Ann"})] == ["n"]
+    assert [v.name for v in prompt_variables.missing(pf, {"who": "Ann"})] == ["n"]
 
 
 @pytest.mark.parametrize(("text", "line", "says"), [

@@ -206,7 +206,7 @@ async def test_invalid_utf8_and_a_5mb_line(project: Path) -> None:
 FLOOD_CHECK = """
 import asyncio, json, resource, sys
 from pathlib import Path
-from tuiapp import config
+from tuiapp.settings import config
 from tuiapp.vocab.messages import ToolCall
 from tuiapp.vocab.tool_specs import ToolSpec
 from tuiapp.tools.runner import Runner

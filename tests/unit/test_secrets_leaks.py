@@ -14,6 +14,7 @@ import pytest
 from conftest import KEP, kep_env
 from fakes.llm_server import FakeLLMServer
 
+from tuiapp.project import config as project_config
 from tuiapp.security import secrets
 from tuiapp.settings import config, config_types
 from tuiapp.settings.config_types import McpServerConfig
@@ -118,7 +119,7 @@ def keyed(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)  # removed again after the test, whoever set it
     (project / ".env").write_text(f"DOT_SECRET={DOT}\nPASSED_TOKEN={PASSED}\n")
-    config.load_dotenv(project)
+    project_config.load_dotenv(project)
     return project
 
 

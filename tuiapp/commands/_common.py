@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -28,7 +29,8 @@ def load_config(args: argparse.Namespace, *, headless: bool = True) -> config_ty
     .env is not read and its kep.toml not applied. Headless commands say on stderr, in one
     line each, what a trusted project gained since it was trusted (held back until `kep
     trust`) and which config keys are unknown (the TUI shows both itself)."""
-    from tuiapp.settings import config, config_types
+    from tuiapp.project import config as project_config
+    from tuiapp.settings import config_types
 
     root = project_root(args)
     if not root.is_dir():
@@ -43,8 +45,8 @@ def load_config(args: argparse.Namespace, *, headless: bool = True) -> config_ty
               "not applied until you run `kep trust` again", file=sys.stderr)
     try:
         if state.trusted:
-            config.load_dotenv(root)
-        cfg = config.load(root, trust_state=state)
+            project_config.load_dotenv(root)
+        cfg = project_config.load(root, trust_state=state)
     except config_types.ConfigError as e:
         fail(str(e))
     if headless:
@@ -61,7 +63,7 @@ def untrusted_contents(cfg: config_types.Config) -> str | None:
     state = trust.state_of(cfg)
     if state.trusted:
         return None
-    from tuiapp.security.trust_items import inventory
+    from tuiapp.project.inventory import inventory
 
     found = inventory(Path(state.root))
     return None if found.empty() else found.summary()
@@ -106,3 +108,18 @@ def take_session(store: Store, session_id: str, *, fork: bool) -> str:
     except StoreError as e:
         fail(str(e), 1)
     return session_id
+
+
+def show_source(source: str, root: Path) -> str:
+    """A source as short as it stays unambiguous: project-relative, (built-in) NAME, ~/…"""
+    if not source.startswith("/"):
+        return source  # mcp:<server> and the like
+    path = Path(source)
+    builtin = paths.builtin_functions_dir()
+    for base, prefix in ((root, ""), (builtin, "(built-in) ")):
+        try:
+            return prefix + str(path.relative_to(base))
+        except ValueError:
+            continue
+    home = os.path.expanduser("~")
+    return "~" + source[len(home):] if home != "/" and source.startswith(home + "/") else source

@@ -7,7 +7,7 @@ import argparse
 
 from tuiapp.commands._common import fail
 from tuiapp.conversation.conversation import Conversation
-from tuiapp.conversation.prompt_file import PromptError
+from tuiapp.conversation.prompt_model import PromptError
 from tuiapp.project.session_start import StartError, StartPlan, parse_sets, prepare
 from tuiapp.project.workspace import Workspace
 from tuiapp.tools.runner import Runner

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tuiapp.commands._common import load_config, note_untrusted
+from tuiapp.commands._common import load_config, note_untrusted, show_source
 from tuiapp.settings import paths
 from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
@@ -125,21 +124,6 @@ async def _refresh(ws: Workspace) -> None:
                 await ws.mcp.wait_settled(limit)
     finally:
         await ws.aclose()
-
-
-def show_source(source: str, root: Path) -> str:
-    """A source as short as it stays unambiguous: project-relative, (built-in) NAME, ~/…"""
-    if not source.startswith("/"):
-        return source  # mcp:<server> and the like
-    path = Path(source)
-    builtin = paths.builtin_functions_dir()
-    for base, prefix in ((root, ""), (builtin, "(built-in) ")):
-        try:
-            return prefix + str(path.relative_to(base))
-        except ValueError:
-            continue
-    home = os.path.expanduser("~")
-    return "~" + source[len(home):] if home != "/" and source.startswith(home + "/") else source
 
 
 def print_table(entries: list[ToolSpec | BrokenTool], root: Path) -> None:

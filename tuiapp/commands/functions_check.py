@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tuiapp.commands.functions import show_source
+from tuiapp.commands._common import show_source
 from tuiapp.tools.check import Finding, check_entries, counts, exit_status
 from tuiapp.tools.registry import Registry
 from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec

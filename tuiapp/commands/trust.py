@@ -10,8 +10,8 @@ import argparse
 from pathlib import Path
 
 from tuiapp.commands._common import fail, project_root
+from tuiapp.project.inventory import inventory
 from tuiapp.security import trust
-from tuiapp.security.trust_items import inventory
 
 
 def main(args: argparse.Namespace) -> int:

@@ -15,10 +15,12 @@ import os
 import platform
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tuiapp.conversation import agent_yaml, loki_agent
+from tuiapp.conversation.agent_model import Agent, AgentError
 from tuiapp.settings.config_types import Config
 from tuiapp.vocab.tool_specs import ToolSpec
 
@@ -26,79 +28,6 @@ DOCUMENT_CAP = 64 * 1024  # bytes per document read into the context
 DOCUMENTS_TOTAL_CAP = 256 * 1024
 BUILTIN_NAMES = ("__os__", "__os_family__", "__arch__", "__shell__", "__locale__", "__now__",
                  "__cwd__", "__tools__")
-
-
-class AgentError(Exception):
-    """A broken or unknown agent; the message names the file and what to fix."""
-
-
-@dataclass(frozen=True)
-class AgentVariable:
-    name: str
-    description: str = ""
-    default: str | None = None
-
-    @property
-    def env_name(self) -> str:
-        return env_name(self.name)
-
-
-@dataclass
-class Agent:
-    name: str  # the directory name: what `--agent NAME` takes
-    dir: Path
-    llm_root: Path  # the llm-functions root holding agents/ (and tools/)
-    title: str = ""
-    description: str = ""
-    version: str = ""
-    instructions: str = ""
-    dynamic_instructions: bool = False
-    variables: list[AgentVariable] = field(default_factory=list)
-    starters: list[str] = field(default_factory=list)
-    documents: list[str] = field(default_factory=list)
-    shared_tools: list[str] = field(default_factory=list)  # tools.txt / global_tools: names
-    kind: str = "llm-functions"  # or "loki" (config.yaml)
-    mcp_servers: list[str] = field(default_factory=list)  # loki: the MCP servers it may use
-    notices: list[str] = field(default_factory=list)  # what kep does not honour, said once
-
-    @property
-    def index(self) -> Path:
-        return self.dir / ("config.yaml" if self.kind == "loki" else "index.yaml")
-
-    def missing(self, values: Mapping[str, str]) -> list[AgentVariable]:
-        return [v for v in self.variables if v.default is None and not values.get(v.name)]
-
-    def values_with_defaults(self, values: Mapping[str, str]) -> dict[str, str]:
-        out = {v.name: v.default for v in self.variables if v.default is not None}
-        out.update({k: v for k, v in values.items()})
-        return out  # type: ignore[return-value]
-
-    def unknown(self, values: Mapping[str, str]) -> list[str]:
-        names = {v.name for v in self.variables}
-        return [k for k in values if k not in names]
-
-    def env(self, values: Mapping[str, str]) -> dict[str, str]:
-        """LLM_AGENT_VAR_<NAME> for every variable with a value, as AIChat exports them."""
-        full = self.values_with_defaults(values)
-        return {env_name(k): str(v) for k, v in full.items() if v is not None}
-
-    def owns(self, spec: ToolSpec) -> bool:
-        """Is this tool one of the agent's own (its tools.{sh,py,js} or built functions.json)?"""
-        if spec.format != self.kind or spec.run.get("agent") != self.name:
-            return False
-        root = spec.run.get("config_dir" if self.kind == "loki" else "root", "")
-        return Path(str(root)).resolve() == self.llm_root.resolve()
-
-    def allows(self, spec: ToolSpec | None) -> bool:
-        """The agent's tool set: its own tools, those tools.txt / global_tools name and, for a
-        Loki agent, the tools of the MCP servers it lists."""
-        if spec is None:
-            return False
-        if self.owns(spec):
-            return True
-        if spec.format == "mcp":
-            return spec.run.get("server") in self.mcp_servers
-        return spec.name in self.shared_tools and not spec.run.get("agent")
 
 
 def unknown_mcp_servers(agent: Agent, config: Config) -> list[str]:
@@ -114,10 +43,6 @@ def unknown_mcp_servers(agent: Agent, config: Config) -> list[str]:
     missing = [n for n in agent.mcp_servers if n not in known]
     return [f"agent {agent.name}: mcp_servers {', '.join(missing)} not configured (mcp.json, "
             "functions/mcp.json or [mcp.servers]); their tools are not offered"] if missing else []
-
-
-def env_name(name: str) -> str:
-    return "LLM_AGENT_VAR_" + "".join(c if c.isalnum() else "_" for c in name).upper()
 
 
 # ---- finding agents ------------------------------------------------------------------------
@@ -141,7 +66,6 @@ def llm_roots(root: Path, config: Config | None) -> list[Path]:
 def list_agents(root: Path, config: Config | None = None) -> list[Path]:
     """Agent directories (an llm-functions index.yaml, or a Loki config.yaml / graph.yaml),
     first root wins for a name."""
-    from tuiapp.conversation.loki_agent import is_loki_agent_dir
 
     seen: dict[str, Path] = {}
     for base in llm_roots(root, config):
@@ -149,7 +73,7 @@ def list_agents(root: Path, config: Config | None = None) -> list[Path]:
         if not d.is_dir():
             continue
         for p in sorted(d.iterdir()):
-            if (p / "index.yaml").is_file() or is_loki_agent_dir(p):
+            if (p / "index.yaml").is_file() or loki_agent.is_loki_agent_dir(p):
                 seen.setdefault(p.name, p)
     return list(seen.values())
 
@@ -165,13 +89,10 @@ def find_agent(root: Path, name: str, config: Config | None = None) -> Path:
 
 
 def load_agent(agent_dir: Path) -> Agent:
-    from tuiapp.conversation import loki_agent
-
     if loki_agent.is_loki_agent_dir(agent_dir):
         return loki_agent.load(agent_dir)
-    from tuiapp.conversation.agent_yaml import AgentYaml
 
-    index = AgentYaml(agent_dir / "index.yaml")
+    index = agent_yaml.AgentYaml(agent_dir / "index.yaml")
     return Agent(**index.common_fields(agent_dir),
                  shared_tools=read_tools_txt(agent_dir / "tools.txt"))
 

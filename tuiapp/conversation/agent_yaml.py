@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tuiapp.conversation.agent import AgentError, AgentVariable
+from tuiapp.conversation.agent_model import AgentError, AgentVariable
 
 
 class AgentYaml:

@@ -14,10 +14,10 @@ No textual here.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from tuiapp.conversation.agent import Agent
+from tuiapp.conversation.agent_model import Agent, AgentError
+from tuiapp.conversation.agent_yaml import AgentYaml
 
 HONOURED = {"name", "description", "version", "instructions", "dynamic_instructions",
             "variables", "conversation_starters", "documents", "global_tools", "mcp_servers"}
@@ -30,8 +30,6 @@ def is_loki_agent_dir(d: Path) -> bool:
 
 
 def load(agent_dir: Path) -> Agent:
-    from tuiapp.conversation.agent import Agent, AgentError
-    from tuiapp.conversation.agent_yaml import AgentYaml
 
     config = agent_dir / "config.yaml"
     if not config.is_file():

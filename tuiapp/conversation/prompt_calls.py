@@ -9,10 +9,9 @@ import ast
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from tuiapp.conversation.prompt_file import PromptFile, Statement
+from tuiapp.conversation.prompt_model import PromptFile, Statement
 
 NAME = re.compile(r"[A-Za-z_][\w-]*")  # a variable or argument name
 

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +28,12 @@ from tuiapp.conversation.prompt_calls import (
     parse_tool_call,
     parse_tool_result_header,
 )
-from tuiapp.conversation.prompt_variables import free_variables, references, statement_templates
+from tuiapp.conversation.prompt_model import (
+    PromptError,
+    PromptFile,
+    PromptNotFound,
+    Statement,
+)
 
 # keyword → does it take continuation lines (multi-line text)?
 KEYWORDS: dict[str, bool] = {
@@ -54,79 +57,7 @@ KEYWORDS: dict[str, bool] = {
     ".clear": False,
 }
 UNSUPPORTED = {".clear": "kep does not run `.clear` (it deletes files); remove the line"}
-KEPROMPT_SETTINGS = {"model", "llm_options"}  # params keprompt reads itself; kep does not
 FUNCTION_ENTRY = re.compile(r"[\w-]+(\.(\*|[\w-]+))?")
-
-
-class PromptError(Exception):
-    """A problem in a `.prompt` file, naming the file, the line and the statement."""
-
-    def __init__(self, file: Path | str, line: int, statement: str, message: str) -> None:
-        self.file, self.line, self.statement, self.message = str(file), line, statement, message
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        shown = self.statement if len(self.statement) <= 120 else self.statement[:117] + "..."
-        return f"{where}: {self.message}" + (f"\n    {shown}" if shown else "")
-
-
-class PromptNotFound(LookupError):
-    pass
-
-
-@dataclass(frozen=True)
-class Statement:
-    keyword: str  # ".user", ".text", …
-    value: str
-    line: int  # 1-based line of the keyword
-    source: str  # the first source line, for messages
-
-
-@dataclass(frozen=True)
-class Variable:
-    name: str
-    default: Any = None  # from `.prompt {"params": …}`
-    has_default: bool = False
-    line: int = 0  # first use
-
-
-@dataclass
-class PromptFile:
-    path: Path
-    statements: list[Statement]
-    meta: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    display_path: str = ""
-
-    @property
-    def name(self) -> str:
-        return str(self.meta.get("name") or self.path.stem)
-
-    @property
-    def params(self) -> dict[str, Any]:
-        params = self.meta.get("params")
-        return dict(params) if isinstance(params, dict) else {}
-
-    def error(self, stmt: Statement | None, message: str) -> PromptError:
-        if stmt is None:
-            return PromptError(self.display_path or self.path, 0, "", message)
-        return PromptError(self.display_path or self.path, stmt.line, stmt.source, message)
-
-    def variables(self) -> list[Variable]:
-        """What a user can set: every param (with its default), then every `<<name>>` the
-        file reads that nothing in the file defines (no default: must be given). keprompt's
-        own `model`/`llm_options` params are left out unless the text uses them."""
-        used = {ref.split(".")[0] for st in self.statements
-                for text in statement_templates(self, st) for ref in references(text)}
-        out = {k: Variable(k, v, True) for k, v in self.params.items()
-               if k not in KEPROMPT_SETTINGS or k in used}
-        for name, line in free_variables(self).items():
-            out.setdefault(name, Variable(name, line=line))
-        return list(out.values())
-
-    def missing(self, values: Mapping[str, Any]) -> list[Variable]:
-        return [v for v in self.variables() if not v.has_default and v.name not in values]
 
 
 # ---- files ---------------------------------------------------------------------------------

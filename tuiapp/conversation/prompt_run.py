@@ -19,7 +19,7 @@ from typing import Any
 
 from tuiapp.conversation.conversation import Conversation
 from tuiapp.conversation.prompt_calls import parse_cmd
-from tuiapp.conversation.prompt_file import PromptError, PromptFile, Statement
+from tuiapp.conversation.prompt_model import PromptError, PromptFile, Statement
 from tuiapp.conversation.prompt_statements import (
     RUNTIME,
     Draft,

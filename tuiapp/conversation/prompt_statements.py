@@ -23,7 +23,8 @@ from tuiapp.conversation.prompt_calls import (
     parse_tool_call,
     parse_tool_result_header,
 )
-from tuiapp.conversation.prompt_file import PromptError, PromptFile, Statement, function_entries
+from tuiapp.conversation.prompt_file import function_entries
+from tuiapp.conversation.prompt_model import PromptError, PromptFile, Statement
 from tuiapp.security.approval_flow import Cleared, clear
 from tuiapp.tools.schema import arguments_error
 from tuiapp.vocab.events import PromptOutput, ToolCallRequested, ToolFinished, TurnStarted

@@ -7,12 +7,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tuiapp.conversation.prompt_calls import parse_cmd
-
-if TYPE_CHECKING:
-    from tuiapp.conversation.prompt_file import PromptFile, Statement
+from tuiapp.conversation.prompt_model import PromptFile, Statement, Variable
 
 # Statements whose text is the author's template (substituted when the statement runs).
 SUBSTITUTED = {".system", ".user", ".assistant", ".text", ".set", ".include", ".image", ".print",
@@ -105,3 +103,22 @@ def free_variables(pf: PromptFile) -> dict[str, int]:
                 postfix = val.strip()
     return free
 
+
+KEPROMPT_SETTINGS = {"model", "llm_options"}  # params keprompt reads itself; kep does not
+
+
+def variables(pf: PromptFile) -> list[Variable]:
+    """What a user can set: every param (with its default), then every `<<name>>` the file
+    reads that nothing in the file defines (no default: must be given). keprompt's own
+    `model`/`llm_options` params are left out unless the text uses them."""
+    used = {ref.split(".")[0] for st in pf.statements
+            for text in statement_templates(pf, st) for ref in references(text)}
+    out = {k: Variable(k, v, True) for k, v in pf.params.items()
+           if k not in KEPROMPT_SETTINGS or k in used}
+    for name, line in free_variables(pf).items():
+        out.setdefault(name, Variable(name, line=line))
+    return list(out.values())
+
+
+def missing(pf: PromptFile, values: Mapping[str, Any]) -> list[Variable]:
+    return [v for v in variables(pf) if not v.has_default and v.name not in values]

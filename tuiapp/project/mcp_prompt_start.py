@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tuiapp.conversation.prompt_file import PromptError
+from tuiapp.conversation.prompt_model import PromptError
 from tuiapp.vocab.messages import Message
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ class McpPromptRun:
 
 
 def _text(block: Any) -> str:
-    from tuiapp.mcp.results import _block_text  # one place turns MCP content into text
+    from tuiapp.mcp.results import block_text  # one place turns MCP content into text
 
-    text = _block_text(block)
+    text = block_text(block)
     return text if len(text) <= TEXT_CAP else text[:TEXT_CAP] + "\n… [cut]"

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuiapp.project import config as project_config
 from tuiapp.project.workspace import Workspace
-from tuiapp.settings import config as config_mod
 from tuiapp.settings import config_types, paths
 from tuiapp.tools.registry import Registry
 from tuiapp.tools.schema import schema_error
@@ -124,7 +124,7 @@ class Reloader:
 
     async def _reload_config(self) -> None:
         try:
-            cfg = config_mod.load(self.workspace.root)
+            cfg = project_config.load(self.workspace.root)
         except config_types.ConfigError as e:
             self._config_failed = True
             await _call(self.on_config, None, e)  # the last good config stays in force

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from tuiapp.conversation import agent as agent_mod
 from tuiapp.conversation import prompt_file, prompt_variables
 from tuiapp.conversation.conversation import Conversation
-from tuiapp.conversation.prompt_file import PromptError
+from tuiapp.conversation.prompt_model import PromptError, PromptNotFound
 from tuiapp.conversation.prompt_run import PromptRun
 from tuiapp.vocab.events import Event, Notice, ToolFinished
 from tuiapp.vocab.messages import ToolCall
@@ -136,7 +136,7 @@ class StartPlan:
                     for v in self.agent.variables]
         assert self.prompt is not None
         out = []
-        for v in self.prompt.prompt.variables():
+        for v in prompt_variables.variables(self.prompt.prompt):
             default = prompt_variables.render_value(v.default) if v.has_default else None
             desc = "from .prompt params" if v.has_default else f"used on line {v.line}"
             out.append(VariableField(v.name, desc, default, self.values.get(v.name)))
@@ -277,7 +277,7 @@ def prepare(ws: Workspace, *, prompt: str | None = None, agent: str | None = Non
             return StartPlan("prompt", prompt, ws, values, prompt=mcp_run)  # type: ignore[arg-type]
         try:
             path = prompt_file.find_prompt(ws.root, prompt)
-        except prompt_file.PromptNotFound as e:
+        except PromptNotFound as e:
             raise StartError(str(e)) from None
         pf = prompt_file.load(path, ws.root)
         run = PromptRun(pf, ws.root, lambda: ws.registry.tools, values)

@@ -11,12 +11,13 @@ No textual here.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from tuiapp.vocab.tool_specs import ToolSpec
 
-if TYPE_CHECKING:
-    from tuiapp.project.workspace import Workspace
+BASE_PROMPT = (
+    "You are kep, an assistant in a terminal chat with function calling. Use the tools when "
+    "they help; tool results come from real programs run in the user's project. Be concise."
+)
 
 
 def pack_sections(tools: Iterable[ToolSpec]) -> list[str]:
@@ -49,15 +50,3 @@ def compose(base: str, session: str, tools: Iterable[ToolSpec]) -> str:
     tools = list(tools)
     parts = [base, session, *pack_sections(tools), *aitool_sections(tools)]
     return "\n\n".join(p.strip() for p in parts if p and p.strip())
-
-
-def build_system_prompt(ws: Workspace) -> str:
-    from tuiapp.project.workspace import BASE_PROMPT
-
-    start = getattr(ws, "start", None)
-    tools = list(ws.session_tools().values())
-    session = ""
-    if start is not None:
-        tools = [t for t in tools if start.allow_only(t.name)]
-        session = start.system_text()
-    return compose(ws.config.system_prompt or BASE_PROMPT, session, tools)

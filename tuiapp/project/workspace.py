@@ -10,8 +10,9 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from tuiapp.project.system_prompt import BASE_PROMPT, compose
 from tuiapp.security import trust
 from tuiapp.settings import paths
 from tuiapp.settings.config_types import Config
@@ -21,24 +22,35 @@ from tuiapp.vocab.tool_specs import ToolSpec
 if TYPE_CHECKING:  # imported where used: `kep functions` needs none of them
     from tuiapp.conversation.conversation import Approver, Conversation, Emit
     from tuiapp.mcp.client import McpManager, StateListener
-    from tuiapp.project.session_start import StartPlan
     from tuiapp.providers.base import Provider
     from tuiapp.tools.runner import Runner
     from tuiapp.vocab.messages import Message
 
-BASE_PROMPT = (
-    "You are kep, an assistant in a terminal chat with function calling. Use the tools when "
-    "they help; tool results come from real programs run in the user's project. Be concise."
-)
+class SessionStart(Protocol):
+    """The active .prompt file or agent (tuiapp.project.session_start.StartPlan), as the
+    workspace uses it: its tool environment, tool allow-list and system text."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def env(self) -> dict[str, str]: ...
+
+    def allow_only(self, name: str) -> bool: ...
+
+    def system_text(self) -> str: ...
 
 
 @dataclass
 class Workspace:
     config: Config
     registry: Registry = field(init=False)
-    # The active .prompt file or agent (core.session_start.StartPlan), once a session starts
+    # The active .prompt file or agent, once a session starts
     # with one: its system text, tool allow-list and tool environment apply from then on.
-    start: StartPlan | None = field(default=None, init=False)
+    start: SessionStart | None = field(default=None, init=False)
     # The project's MCP servers, once start_mcp() ran and there is at least one.
     mcp: McpManager | None = field(default=None, init=False)
     _runners: list[Runner] = field(default_factory=list, init=False)
@@ -99,9 +111,12 @@ class Workspace:
 
     def system_prompt(self) -> str:
         """Base prompt + the active prompt/agent + extension packs + AITool instructions."""
-        from tuiapp.project.system_prompt import build_system_prompt
-
-        return build_system_prompt(self)
+        tools = list(self.session_tools().values())
+        session = ""
+        if self.start is not None:
+            tools = [t for t in tools if self.start.allow_only(t.name)]
+            session = self.start.system_text()
+        return compose(self.config.system_prompt or BASE_PROMPT, session, tools)
 
     def conversation(
         self,

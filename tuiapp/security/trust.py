@@ -20,14 +20,13 @@ import json
 import os
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tuiapp.security.trust_items import (
     MCP_JSON,
     Inventory,
-    inventory,
+    Question,
     items_of,
     mcp_json_item,
     read_project_files,
@@ -35,6 +34,7 @@ from tuiapp.security.trust_items import (
     withhold,
 )
 from tuiapp.settings import paths
+from tuiapp.vocab.trust_state import TrustState
 
 __all__ = [
     "Question", "TrustError", "TrustState", "accept_rule", "check", "forget",
@@ -48,23 +48,6 @@ _RUN_TRUSTED: set[str] = set()  # `--trust`: for this process only, never writte
 
 class TrustError(Exception):
     """The trust records cannot be read or written; the message is one line."""
-
-
-@dataclass(frozen=True)
-class TrustState:
-    """What is in force for one project root (a real path)."""
-
-    root: str
-    trusted: bool
-    via: str = ""  # the trusted directory that covers root, or "--trust"
-    # Item keys still in force when the project gained items since it was trusted;
-    # None: everything the project declares is in force.
-    accepted: frozenset[str] | None = None
-    gained: tuple[str, ...] = ()  # labels of the held-back items, for notices
-    problem: str = field(default="", compare=False)  # unreadable records (treated as none)
-
-    def allows(self, key: str) -> bool:
-        return self.trusted and (self.accepted is None or key in self.accepted)
 
 
 def _real(root: Path | str) -> str:
@@ -266,22 +249,11 @@ def project_has_mcp_json(config: Any) -> bool:
     return state_of(config).trusted and (Path(config.project_root) / MCP_JSON).is_file()
 
 
-@dataclass(frozen=True)
-class Question:
-    """What the TUI asks about: a project that holds something untrusted, or that gained
-    self-acting entries since it was trusted."""
-
-    root: str
-    contents: Inventory
-    gained: tuple[str, ...] = ()
-
-
-def question(config: Any) -> Question | None:
-    """Whether to ask the user about this project, and with what. Lists files, runs nothing."""
-    state = state_of(config)
+def question(state: TrustState, contents: Inventory) -> Question | None:
+    """Whether to ask the user about this project, given what it holds (counted by the
+    opened project, which knows the tool formats), and with what."""
     if state.trusted and not state.gained:
         return None
-    contents = inventory(Path(state.root))
     if not state.trusted and contents.empty():
         return None  # nothing a project could run here: no question to ask
     return Question(state.root, contents, state.gained)

@@ -81,7 +81,7 @@ def _provider_item(name: str, table: Any) -> tuple[str, str]:
             f"provider {one_line(name)}" + (f" at {one_line(where)}" if where else ""))
 
 
-def _table(data: Any, *keys: str) -> dict[str, Any]:
+def table_at(data: Any, *keys: str) -> dict[str, Any]:
     for k in keys:
         data = data.get(k) if isinstance(data, dict) else None
     return data if isinstance(data, dict) else {}
@@ -90,7 +90,7 @@ def _table(data: Any, *keys: str) -> dict[str, Any]:
 def items_of(toml: dict[str, Any], mcp: dict[str, Any]) -> dict[str, str]:
     """key → label of every item the two files declare, in file order."""
     out: dict[str, str] = {}
-    approval = _table(toml, "approval")
+    approval = table_at(toml, "approval")
     if approval.get("default") == "allow":
         out[_key({"kind": "default", "value": "allow"})] = "approval default = allow"
     rules = approval.get("rules")
@@ -99,13 +99,13 @@ def items_of(toml: dict[str, Any], mcp: dict[str, Any]) -> dict[str, str]:
             key, label = rule_item(raw.get("tool"), raw.get("action"), raw.get("args"))
             if key is not None:
                 out[key] = label
-    for name, table in _table(toml, "mcp", "servers").items():
+    for name, table in table_at(toml, "mcp", "servers").items():
         key, label = _server_item(name, table)
         out[key] = label
-    for name, table in _table(toml, "providers").items():
+    for name, table in table_at(toml, "providers").items():
         key, label = _provider_item(name, table)
         out[key] = label
-    for name, entry in _table(mcp, "mcpServers").items():
+    for name, entry in table_at(mcp, "mcpServers").items():
         if isinstance(entry, dict):
             args = entry.get("args", [])
             key, label = mcp_json_item(name, entry.get("command"),
@@ -120,7 +120,7 @@ def withhold(data: dict[str, Any], accepted: frozenset[str] | None) -> dict[str,
     if accepted is None:
         return data
     out = dict(data)
-    approval = dict(_table(data, "approval"))
+    approval = dict(table_at(data, "approval"))
     if approval.get("default") == "allow" and _key({"kind": "default", "value": "allow"}) \
             not in accepted:
         approval.pop("default")
@@ -134,11 +134,11 @@ def withhold(data: dict[str, Any], accepted: frozenset[str] | None) -> dict[str,
         ]
     if "approval" in data:
         out["approval"] = approval
-    servers = _table(data, "mcp", "servers")
+    servers = table_at(data, "mcp", "servers")
     if servers:
         kept = {n: t for n, t in servers.items() if _server_item(n, t)[0] in accepted}
-        out["mcp"] = {**_table(data, "mcp"), "servers": kept}
-    providers = _table(data, "providers")
+        out["mcp"] = {**table_at(data, "mcp"), "servers": kept}
+    providers = table_at(data, "providers")
     if providers:
         out["providers"] = {n: t for n, t in providers.items()
                             if _provider_item(n, t)[0] in accepted}
@@ -179,53 +179,11 @@ class Inventory:
         return ", ".join(parts)
 
 
-EXECUTABLE_FORMATS = ("keprompt", "llm-functions", "loki")
+@dataclass(frozen=True)
+class Question:
+    """What the TUI asks about: a project that holds something untrusted, or that gained
+    self-acting entries since it was trusted."""
 
-
-def inventory(root: Path) -> Inventory:
-    """Count the project's tool files per kind by the formats' own file rules (their roots and
-    candidates, which only list directories), its MCP servers and its self-acting entries."""
-    import os
-
-    from tuiapp.settings import config as config_mod
-    from tuiapp.settings import config_types, paths
-    from tuiapp.tools.formats import default_formats
-    from tuiapp.tools.formats.base import FormatContext
-
-    toml, mcp = read_project_files(root)
-    try:
-        cfg = config_mod.parse(toml, root / KEP_TOML, root)
-    except config_types.ConfigError:
-        cfg = config_types.Config(project_root=root)
-    ctx = FormatContext(root, cfg, None, {})  # type: ignore[arg-type]  # no lister: nothing runs
-    builtin = os.path.realpath(paths.builtin_functions_dir())
-    executables = packs = 0
-    seen: set[str] = set()
-    for fmt in default_formats():
-        for tool_root in fmt.roots(ctx):
-            if os.path.realpath(tool_root) == builtin:
-                continue  # kep's own built-ins (kep's checkout is a project too)
-            try:
-                candidates = list(fmt.candidates(tool_root))
-            except OSError:
-                continue
-            for path in candidates:
-                real = os.path.realpath(path)
-                if real in seen:
-                    continue
-                seen.add(real)
-                if fmt.name in EXECUTABLE_FORMATS:
-                    executables += 1
-                else:
-                    packs += 1
-    servers = [*_table(toml, "mcp", "servers"), *_table(mcp, "mcpServers")]
-    labels = list(items_of(toml, {}).values())
-    return Inventory(
-        executables=executables,
-        packs=packs,
-        servers=tuple(dict.fromkeys(one_line(s) for s in servers)),
-        allow_rules=tuple(label for label in labels if label.startswith(("allow", "approval"))),
-        providers=tuple(label for label in labels if label.startswith("provider")),
-        env_file=(root / ".env").is_file(),
-        settings_file=(root / KEP_TOML).is_file(),
-    )
+    root: str
+    contents: Inventory
+    gained: tuple[str, ...] = ()

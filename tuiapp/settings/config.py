@@ -9,14 +9,11 @@ raises ConfigError naming the file and the key; callers print it, never a traceb
 from __future__ import annotations
 
 import math
-import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tuiapp.security import trust
-from tuiapp.settings import paths
 from tuiapp.settings.config_reader import (
     TableReader,
     count_at_least_one,
@@ -210,16 +207,13 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
     )
 
 
-def load(project_root: Path | None = None, user_file: Path | None = None,
-         trust_state: trust.TrustState | None = None) -> Config:
+def load(root: Path, user_file: Path,
+         project_filter: Callable[[dict[str, Any]], dict[str, Any]] | None) -> Config:
     """Load user + project config. Raises ConfigError naming the file and key.
 
-    The project's kep.toml counts only when folder trust says so (tuiapp.security.trust), and then
-    without the entries it gained since it was trusted."""
-    root = (project_root or paths.find_project_root()).resolve()
-    user_file = user_file or paths.user_config_file()
+    `project_filter` decides what of the project's kep.toml counts (None: none of it); which
+    entries apply is decided by the opened project (tuiapp.project.config), not here."""
     project_file = root / "kep.toml"
-    state = trust_state or trust.check(root)
     merged: dict[str, Any] = {}
     files = []
     warnings: list[str] = []
@@ -227,9 +221,9 @@ def load(project_root: Path | None = None, user_file: Path | None = None,
     project_data: dict[str, Any] = {}
     for f in (user_file, project_file):
         if f == project_file and f != user_file:
-            if not state.trusted:
+            if project_filter is None:
                 continue
-            data = project_data = trust.withhold(read_toml(f), state.accepted)
+            data = project_data = project_filter(read_toml(f))
         else:
             data = read_toml(f)
         if not data and not f.exists():
@@ -250,20 +244,19 @@ def load(project_root: Path | None = None, user_file: Path | None = None,
         merged.setdefault("approval", {})
         merged["approval"] = dict(merged["approval"], rules=[*project_rules, *user_rules])
     cfg = parse(merged, " + ".join(str(f) for f in files) or "defaults", root)
-    return Config(**{**cfg.__dict__, "files": tuple(files), "warnings": tuple(warnings),
-                     "trust": state})
+    return Config(**{**cfg.__dict__, "files": tuple(files), "warnings": tuple(warnings)})
 
 
 DOTENV_MAX_BYTES = 1024 * 1024
 DOTENV_MAX_LINES = 5000
 
 
-def load_dotenv(root: Path) -> None:
-    """Load <root>/.env into os.environ without overriding variables already set.
-    Raises ConfigError when the file is unreadable or not UTF-8 (nothing is loaded then)."""
+def read_dotenv(root: Path) -> dict[str, str | None]:
+    """The variables of <root>/.env ({} when there is none). Raises ConfigError when the file
+    is unreadable or not UTF-8."""
     env_file = root / ".env"
     if not env_file.is_file():
-        return
+        return {}
     import io
 
     from dotenv import dotenv_values
@@ -280,10 +273,4 @@ def load_dotenv(root: Path) -> None:
     if (lines := text.count("\n")) > DOTENV_MAX_LINES:  # the parser is quadratic in lines
         raise ConfigError(env_file, "", f"too many lines ({lines:,}; at most "
                                         f"{DOTENV_MAX_LINES:,})")
-    from tuiapp.security import secrets
-
-    values = dotenv_values(stream=io.StringIO(text))  # the bytes checked, not a second read
-    secrets.note_dotenv(values)  # kept from tools and redacted from their output
-    for k, v in values.items():
-        if v is not None and k not in os.environ:
-            os.environ[k] = v
+    return dict(dotenv_values(stream=io.StringIO(text)))  # the bytes checked, not a second read

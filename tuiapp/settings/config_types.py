@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from tuiapp.security import trust
 from tuiapp.vocab.records import FrozenRecord
+from tuiapp.vocab.trust_state import TrustState
 
 Api = Literal["responses", "chat", "anthropic", "offline"]
 Action = Literal["allow", "ask", "deny"]
@@ -160,7 +160,7 @@ class Config(FrozenRecord):
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     # The folder-trust decision this config was loaded under (None: built by hand, decided
     # from project_root when asked; see tuiapp.security.trust.state_of).
-    trust: trust.TrustState | None = None
+    trust: TrustState | None = None
 
     @property
     def project_file(self) -> Path:

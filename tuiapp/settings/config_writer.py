@@ -63,11 +63,3 @@ def set_value(file: Path, key: str, value: Any) -> None:
     data = read_toml(file)
     data[key] = value
     write_toml_atomic(file, data)
-
-
-def masked(data: Any) -> Any:
-    """A copy of config data with secrets replaced, by setting name and by value."""
-    from tuiapp.security import secrets
-
-    return secrets.mask_config(data)
-

@@ -13,6 +13,7 @@ from textual import work
 from textual.app import App
 from textual.command import SimpleCommand
 
+from tuiapp.project import config as project_config
 from tuiapp.providers import ModelError, resolve_model
 from tuiapp.security import trust
 from tuiapp.settings import config, config_types, config_writer, paths
@@ -295,7 +296,7 @@ class SessionActions(App[int]):
             config_writer.add_rule(file, f"^{re.escape(tool)}$", action)  # type: ignore[arg-type]
             # The user's own answer: not a change for folder trust to ask about again.
             trust.accept_rule(self.ws.root, f"^{re.escape(tool)}$", action)
-            self.ws.reconfigure(config.load(self.ws.root))
+            self.ws.reconfigure(project_config.load(self.ws.root))
         except (OSError, config_types.ConfigError) as e:
             self.notify(f"Could not save the rule: {e}", severity="error", timeout=10)
             return

@@ -24,7 +24,7 @@ from tuiapp.ui.themes import register_themes
 from tuiapp.vocab.events import RegistryChanged
 
 if TYPE_CHECKING:
-    from tuiapp.ui.app import KepApp
+    from tuiapp.ui.app_api import KepApp
 
 _RUNNING: WeakKeyDictionary[App[object], Reloader] = WeakKeyDictionary()
 

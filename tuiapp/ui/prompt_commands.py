@@ -41,7 +41,7 @@ LEAVE = "Leave the prompt or agent"
 def _start_errors() -> tuple[type[Exception], ...]:
     """What reading or starting a prompt/agent raises for the user to read. (An `except`
     clause evaluates this only when something was raised.)"""
-    from tuiapp.conversation.prompt_file import PromptError
+    from tuiapp.conversation.prompt_model import PromptError
     from tuiapp.project.session_start import StartError
 
     return (StartError, PromptError)
@@ -186,7 +186,7 @@ class SessionStarts(App[int]):
     @work(exclusive=True, group="conversation", exit_on_error=False)
     async def run_prompt(self, plan: StartPlan) -> None:
         """A prompt's statements, as one long turn (Esc interrupts it like any other)."""
-        from tuiapp.conversation.prompt_file import PromptError
+        from tuiapp.conversation.prompt_model import PromptError
 
         try:
             stop = await self.chat.start(plan)

@@ -21,7 +21,7 @@ from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 if TYPE_CHECKING:
     from tuiapp.tools.direct import DirectRun
     from tuiapp.tools.runner import Runner
-    from tuiapp.ui.app import KepApp
+    from tuiapp.ui.app_api import KepApp
     from tuiapp.ui.screens.tool_editor import ToolSaved
     from tuiapp.ui.widgets.functions_panel import FunctionsPanel
     from tuiapp.ui.widgets.workbench import Workbench

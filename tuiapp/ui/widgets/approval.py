@@ -29,7 +29,7 @@ from textual.widgets import Button, Input, Static, TextArea
 
 from tuiapp.conversation.conversation import Approval
 from tuiapp.security.display import printable, printable_line
-from tuiapp.ui.bridge import PendingApproval
+from tuiapp.ui.messages import PendingApproval
 from tuiapp.ui.widgets.approval_editor import ArgsEditor, parse_arguments
 from tuiapp.ui.widgets.approval_keys import (
     BUTTONS,

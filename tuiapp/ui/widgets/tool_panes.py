@@ -173,6 +173,14 @@ class ToolPanes(Widget):
             self.call_id = call_id
             super().__init__()
 
+    class OutputRequested(Message):
+        """The user asked to read a pane's whole output (the app opens the viewer screen)."""
+
+        def __init__(self, name: str, spool_path: str, kept: list[str] | None,
+                     running: bool) -> None:
+            self.name, self.spool_path, self.kept, self.running = name, spool_path, kept, running
+            super().__init__()
+
     def __init__(self, max_lines: int, *, id: str | None = None,
                  classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -337,11 +345,9 @@ class ToolPanes(Widget):
         if pane is None:
             self.app.bell()
             return
-        from tuiapp.ui.screens.output_viewer import OutputViewer
-
         kept = None if pane.state.spool_path else pane.output.lines()
-        self.app.push_screen(OutputViewer(pane.state.name, pane.state.spool_path, kept,
-                                          running=pane.state.status not in FINISHED))
+        self.post_message(self.OutputRequested(pane.state.name, pane.state.spool_path, kept,
+                                               pane.state.status not in FINISHED))
 
     @on(Button.Pressed, ".tool-pane--cancel")
     def _cancel_pressed(self, event: Button.Pressed) -> None:
