@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuiapp import paths, trust
-from tuiapp.config_types import Config
+from tuiapp.config_types import ApprovalConfig, Config
 from tuiapp.tools.model import ToolSpec
 from tuiapp.tools.registry import Registry
 
 if TYPE_CHECKING:  # imported where used: `kep functions` needs none of them
     from tuiapp.core.conversation import Approver, Conversation, Emit
+    from tuiapp.core.grants import SessionGrants
     from tuiapp.core.messages import Message
     from tuiapp.core.session_start import StartPlan
     from tuiapp.mcp.client import McpManager, StateListener
@@ -41,9 +42,18 @@ class Workspace:
     # The project's MCP servers, once start_mcp() ran and there is at least one.
     mcp: McpManager | None = field(default=None, init=False)
     _runners: list[Runner] = field(default_factory=list, init=False)
+    # "Allow for this session" answers: in memory only, applied before the config's rules.
+    grants: SessionGrants = field(init=False)
 
     def __post_init__(self) -> None:
+        from tuiapp.core.grants import SessionGrants
+
         self.registry = Registry(self.config)
+        self.grants = SessionGrants()
+
+    def approval(self) -> ApprovalConfig:
+        """The rules in force now: this session's grants, then the config's."""
+        return self.grants.apply(self.config.approval)
 
     def has_mcp_servers(self) -> bool:
         return bool(self.config.mcp_servers) or trust.project_has_mcp_json(self.config)
@@ -115,7 +125,7 @@ class Workspace:
         return Conversation(
             provider=provider,
             tools=self.session_tools,
-            approval=lambda: self.config.approval,
+            approval=self.approval,
             approver=approver,
             executor=runner.execute,
             emit=emit,

@@ -66,9 +66,12 @@ async def clear(
     approver: Approver,
     current: Callable[[str], ToolSpec | None],
     emit: Callable[[Event], None],
+    standing: Callable[[str], Approval | None] | None = None,
 ) -> Cleared | Refused:
     """Decide `call`, asking `approver` when the rules say ask. `current` gives the tool as
-    the registry knows it now, checked after each answer."""
+    the registry knows it now, checked after each answer. `standing` gives an answer the user
+    already gave for this call before it was reached ("deny every call of this reply"): a
+    no there stops it even where a rule would allow it."""
     again = ""
     original = call.arguments
 
@@ -76,11 +79,19 @@ async def clear(
         return call.arguments if call.arguments != original else None
 
     for _ in range(MAX_ROUNDS):
-        verdict = policy.decide(call, approval(), env, spec=spec)
+        # Off the event loop: a rule RE2 can't run waits for its helper process.
+        verdict = await asyncio.to_thread(policy.decide, call, approval(), env, spec=spec)
         if verdict.action == "deny":
-            emit(ToolCallDecided(call.id, "deny", verdict.rule, edited_arguments=edited()))
+            emit(ToolCallDecided(call.id, "deny", verdict.rule, edited_arguments=edited(),
+                                 message=verdict.message))
             after = f"; {again}" if again else ""
-            return Refused("denied", f"denied by policy ({verdict.rule}){after}")
+            said = f": {verdict.message}" if verdict.message else ""
+            return Refused("denied", f"denied by policy{said} ({verdict.rule}){after}")
+        early = standing(call.id) if standing is not None and not again else None
+        if early is not None and not early.approved:
+            emit(ToolCallDecided(call.id, "ask", verdict.rule, False, early.reason))
+            return Refused("denied", "the user denied this call" + (
+                f": {early.reason}" if early.reason else " (with the rest of the reply)"))
         if verdict.action == "allow":
             emit(ToolCallDecided(call.id, "allow", verdict.rule, edited_arguments=edited()))
             return Cleared(call, spec)

@@ -20,6 +20,7 @@ from tuiapp.core.events import (
     ReasoningDelta,
     Retrying,
     TextDelta,
+    ToolCallForeseen,
     ToolCallRequested,
     ToolFinished,
     TurnEnded,
@@ -69,6 +70,8 @@ class Conversation:
     allow_only: Callable[[str], bool] | None = None  # `.functions` allow-list of a prompt
     # [tools] bounds: include/exclude, description cap, max_offered, max_calls_per_reply.
     tool_settings: Callable[[], ToolsConfig] = ToolsConfig
+    # An answer the user gave for a call before it was reached (the TUI's "deny all").
+    standing: Callable[[str], Approval | None] | None = None
 
     def __post_init__(self) -> None:
         self._warned = False  # an oversized offer is warned about once
@@ -205,6 +208,7 @@ class Conversation:
         tools = self.visible_tools()
         pending: list[Awaitable[ToolFinished]] = []
         most = self.tool_settings().max_calls_per_reply
+        await self._foresee(calls[:most], tools)
         for i, call in enumerate(calls):
             spec = tools.get(call.name)
             self.emit(
@@ -222,7 +226,8 @@ class Conversation:
                 continue
             assert spec is not None
             outcome = await clear(call, spec, approval=self.approval, env=self.env,
-                                  approver=self.approver, current=self._current, emit=self.emit)
+                                  approver=self.approver, current=self._current, emit=self.emit,
+                                  standing=self.standing)
             if not isinstance(outcome, Cleared):
                 pending.append(_done(self._finish(call, outcome.status, outcome.result)))
                 continue
@@ -241,6 +246,19 @@ class Conversation:
                     tool_images=fin.images,
                 )
             )
+
+    async def _foresee(self, calls: list[ToolCall], tools: Mapping[str, ToolSpec]) -> None:
+        """Say up front what the rules make of each call (ToolCallForeseen)."""
+        known = [(c, tools[c.name]) for c in calls if c.name in tools and not c.arguments_error]
+        if len(known) < 2:
+            return  # one call: its own decision comes at once
+        approval = self.approval()
+
+        def decide_all() -> list[tuple[str, policy.Verdict]]:
+            return [(c.id, policy.decide(c, approval, self.env, spec=s)) for c, s in known]
+
+        for call_id, verdict in await asyncio.to_thread(decide_all):
+            self.emit(ToolCallForeseen(call_id, verdict.action, verdict.rule))
 
     def _current(self, name: str) -> ToolSpec | None:
         return self.visible_tools().get(name)

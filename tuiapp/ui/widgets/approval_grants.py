@@ -1,0 +1,61 @@
+"""The approval panel's grants (a mixin): `s` (this session), `a` (always allow) and `d`
+(always deny) list what the grant would cover, narrowest first (core.grants.scopes), each with
+its digit; the "for 2 h" variants follow. The digit gives the grant to the app, which keeps it
+(session) or writes it (always) before the call is answered, so the next call already meets it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from textual.content import Content
+from textual.widgets import Static
+
+from tuiapp.core.conversation import Approval
+from tuiapp.core.display import printable_line
+from tuiapp.core.grants import Scope, scopes
+from tuiapp.core.messages import ToolCall
+from tuiapp.ui.widgets.approval_keys import CHOOSE
+
+if TYPE_CHECKING:
+    from tuiapp.ui.widgets.approval import ApprovalPanel
+
+# (call, scope, "allow" | "deny", "session" | "always") → None; set by the app.
+GrantSink = Callable[[ToolCall, Scope, str, str], None]
+MAX_CHOICES = 9  # one digit each
+
+
+class GrantChoices:
+    grant_sink: GrantSink | None = None
+
+    def choices(self: ApprovalPanel) -> list[Scope]:
+        req, action = self.current, self.confirming
+        if req is None or action not in CHOOSE:
+            return []
+        deny = action == "always_deny"
+        base = scopes(req.call, req.spec, "deny" if deny else "allow")
+        options = base if deny else [*base, *(s.for_a_while() for s in base)]
+        return options[:MAX_CHOICES]
+
+    def grant(self: ApprovalPanel, action: str, choice: int) -> None:
+        options = self.choices()
+        req = self.current
+        if req is None or not 1 <= choice <= len(options):
+            return
+        self.keys.pending = None
+        deny = action == "always_deny"
+        where = "session" if action == "session" else "always"
+        sink = self.grant_sink
+        if sink is not None:
+            sink(req.call, options[choice - 1], "deny" if deny else "allow", where)
+        self._answer(Approval(False, "the user always denies this") if deny else Approval(True))
+
+    def _draw_choices(self: ApprovalPanel) -> None:
+        box = self.query_one(".approval-choices", Static)
+        options = self.choices()
+        box.display = bool(options)
+        if options:
+            rows = [Content.assemble((f" {i} ", "bold reverse"), " ", printable_line(o.label))
+                    for i, o in enumerate(options, 1)]
+            box.update(Content("\n").join(rows))
