@@ -27,7 +27,8 @@ GOAL_MS = 50.0
 def readme_rules() -> config.ApprovalConfig:  # type: ignore[name-defined]
     text = (REPO / "README.md").read_text()
     start = text.index("### Approval rules")
-    block = text[text.index("```toml", start) + 7:text.index("```", text.index("```toml", start) + 7)]
+    begin = text.index("```toml", start) + len("```toml")
+    block = text[begin:text.index("```", begin)]
     return config.parse(tomllib.loads(block), "README", REPO).approval
 
 
@@ -39,9 +40,9 @@ def old_decide(call: ToolCall, approval) -> str:  # type: ignore[no-untyped-def]
                     call.arguments, call.raw_arguments, ()))):
             return "deny"
     for rule in approval.rules:
-        if rule.action != "deny" and re.fullmatch(rule.tool, call.name):
-            if rule.args is None or re.search(rule.args, canonical_json(call.arguments)):
-                return rule.action
+        if rule.action != "deny" and re.fullmatch(rule.tool, call.name) and (
+                rule.args is None or re.search(rule.args, canonical_json(call.arguments))):
+            return rule.action
     return approval.default
 
 

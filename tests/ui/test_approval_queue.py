@@ -150,9 +150,11 @@ async def test_a_and_d_write_kep_toml_only_after_a_digit(
         await ready(pilot, panel, "notes.txt")
         await pilot.press(key)
         await pilot.pause(1.3)  # too late: the first press has expired
-        await pilot.press("1")
+        await pilot.press("1")  # so this is typing: it goes to the message box
         await pilot.pause(0.3)
-        assert (proj / "kep.toml").read_text() == KEP_TOML
+        assert (proj / "kep.toml").read_text() == KEP_TOML and prompt(app).text == "1"
+        await pilot.press("escape")
+        await until(pilot, lambda: panel.has_focus, what="panel focus")
         await pilot.press(key)
         await pilot.pause(0.3)
         shown = panel_text(panel)

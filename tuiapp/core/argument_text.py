@@ -81,7 +81,7 @@ def _variants(text: str) -> Iterable[str]:
 
 
 def _collapse(text: str) -> str:
-    """Every run of whitespace made one space, ends stripped. Most text is that already, which
+    r"""Every run of whitespace made one space, ends stripped. Most text is that already, which
     one linear search tells; str.split() splits on exactly the characters `\s` matches."""
     from tuiapp.core import rule_engine
 

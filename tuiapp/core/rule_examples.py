@@ -32,8 +32,8 @@ def example_call(rule: Rule, example: Any) -> ToolCall | str:
 def _plain_name(regex: str) -> str | None:
     body = regex.removeprefix("^").removesuffix("$")
     name = re.sub(r"\\(.)", r"\1", body)
-    return name if re.fullmatch(re.escape(name), name) and re.fullmatch(regex, name) and (
-        re.escape(name) == body or name == body) else None
+    literal = re.escape(name) == body or not any(c in body for c in ".^$*+?{}[]|()\\")
+    return name if literal and re.fullmatch(regex, name) else None
 
 
 def decided_by(rule: Rule, call: ToolCall) -> bool:

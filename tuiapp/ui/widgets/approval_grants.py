@@ -29,8 +29,9 @@ MAX_CHOICES = 9  # one digit each
 class GrantChoices:
     grant_sink: GrantSink | None = None
 
-    def choices(self: ApprovalPanel) -> list[Scope]:
-        req, action = self.current, self.confirming
+    def choices(self: ApprovalPanel, action: str | None = None) -> list[Scope]:
+        """What the grant being chosen (`action`, else the started sequence's) can cover."""
+        req, action = self.current, action or self.confirming
         if req is None or action not in CHOOSE:
             return []
         deny = action == "always_deny"
@@ -39,7 +40,7 @@ class GrantChoices:
         return options[:MAX_CHOICES]
 
     def grant(self: ApprovalPanel, action: str, choice: int) -> None:
-        options = self.choices()
+        options = self.choices(action)
         req = self.current
         if req is None or not 1 <= choice <= len(options):
             return

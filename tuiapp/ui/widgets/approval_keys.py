@@ -8,9 +8,9 @@
   of what the grant covers, and only a digit picks one (words have no digits; Enter never
   picks, since "a" + Enter is a word and a line). `Y` / `N` (every call of the reply) take a
   second `Y` / `N` or Enter: no word has two capitals after its first letter.
-- A key that is not an answer, or that breaks a sequence, is typing: it goes to the message
-  box together with the key it broke, and so does every key after it until the panel has the
-  keyboard again (fast typing never reaches an answer while the focus moves).
+- `y`, `n` or `e` in a sequence count on their own. Any other key is typing: it goes to the
+  message box together with the key it broke, and so does every key after it until the panel
+  has the keyboard again (fast typing never reaches an answer while the focus moves).
 
 KeyReader holds that logic without Textual, so a dictionary of words can be typed at it.
 """
@@ -80,8 +80,10 @@ class KeyReader:
                 return Step("answer", action, int(char))
             if char is None:
                 return Step("cancel")  # Enter, arrows: the sequence is off, nothing typed
-            self.forwarding = True  # a word that began with an answer key
-            return Step("typed", text=first + char)
+            if KEY_ACTIONS.get(char) not in SINGLE:
+                self.forwarding = True  # a word that began with an answer key
+                return Step("typed", text=first + char)
+            # y, n or e: the user changed their mind; it answers the call on screen.
         action = KEY_ACTIONS.get(char or "")
         if action in SINGLE:
             return Step("answer", action)
