@@ -25,8 +25,8 @@ from tui_helpers import (
     wait_idle,
 )
 
-from tuiapp.core.events import TextDelta
-from tuiapp.core.messages import ToolCall
+from tuiapp.vocab.events import TextDelta
+from tuiapp.vocab.messages import ToolCall
 from tuiapp.providers.base import StreamEnd
 from tuiapp.ui.widgets import approval_keys
 from tuiapp.ui.widgets.approval import ApprovalPanel

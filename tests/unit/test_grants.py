@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from tuiapp import paths
-from tuiapp.config_types import ApprovalConfig, Rule
-from tuiapp.core import grants, policy
-from tuiapp.core.messages import ToolCall, canonical_json
-from tuiapp.tools.model import ToolSpec
+from tuiapp.settings import paths
+from tuiapp.settings.config_types import ApprovalConfig, Rule
+from tuiapp.security import grants, policy
+from tuiapp.vocab.messages import ToolCall, canonical_json
+from tuiapp.vocab.tool_specs import ToolSpec
 
 EXECCMD = ToolSpec("execcmd", "", {"type": "object", "properties": {"cmd": {"type": "string"}}},
                    "keprompt", str(paths.builtin_functions_dir() / "shell"))

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from tuiapp.config_types import ApprovalConfig, Rule
-from tuiapp.core import policy, rule_engine, rule_fallback
-from tuiapp.core.messages import ToolCall, canonical_json
+from tuiapp.settings.config_types import ApprovalConfig, Rule
+from tuiapp.security import policy, rule_engine, rule_fallback
+from tuiapp.vocab.messages import ToolCall, canonical_json
 
 README_DENY = r"\brm\s+([^\s;&|]+\s+)*(-[a-zA-Z]*[rR]|--recursive)"
 README_ALLOW = (r'^(?!.*\.\.)\{"cmd":"(ls|pwd|git (status|log|diff))( (-[a-zA-Z]+|'

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tuiapp import cli, config, config_writer
-from tuiapp.config_types import ConfigError
+from tuiapp import cli
+from tuiapp.project import config
+from tuiapp.settings import config_writer
+from tuiapp.settings.config_types import ConfigError
 
 RULES = '''
 [[approval.rules]]
@@ -98,7 +100,7 @@ def test_expires_counts_from_added_and_bad_values_are_config_errors(proj: Path) 
 
 
 def _trusted(proj: Path):  # type: ignore[no-untyped-def]
-    from tuiapp import trust
+    from tuiapp.security import trust
 
     trust.trust(proj)
     return trust.check(proj)

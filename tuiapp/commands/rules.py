@@ -19,7 +19,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _bad(text: str) -> int:
-    from tuiapp.core.display import printable_line
+    from tuiapp.security.display import printable_line
 
     print(f"kep: {printable_line(text)}", file=sys.stderr)
     return BAD_INPUT
@@ -27,9 +27,9 @@ def _bad(text: str) -> int:
 
 def test(args: argparse.Namespace) -> int:
     from tuiapp.commands._common import load_config
-    from tuiapp.core import policy
-    from tuiapp.core.display import printable_line
-    from tuiapp.core.messages import ToolCall
+    from tuiapp.security import policy
+    from tuiapp.security.display import printable_line
+    from tuiapp.vocab.messages import ToolCall
 
     try:
         arguments = json.loads(args.arguments)

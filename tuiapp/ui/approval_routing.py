@@ -9,17 +9,17 @@ from typing import TYPE_CHECKING
 
 from textual.app import App
 
-from tuiapp.core.grants import Scope, describe_call
+from tuiapp.security.grants import Scope, describe_call
 from tuiapp.ui.messages import ApprovalRequested
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
-    from tuiapp.core.messages import ToolCall
+    from tuiapp.vocab.messages import ToolCall
     from tuiapp.ui.bridge import ApprovalBroker
     from tuiapp.ui.chat import ChatSession
     from tuiapp.ui.widgets.approval import ApprovalPanel
-    from tuiapp.workspace import Workspace
+    from tuiapp.project.workspace import Workspace
 
 
 class ApprovalRouting(App[int]):

@@ -27,11 +27,11 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import Button, Input, Static, TextArea
 
-from tuiapp.core.conversation import Approval
-from tuiapp.core.display import printable, printable_line
-from tuiapp.core.events import ToolCallDecided, ToolCallForeseen, ToolFinished
-from tuiapp.core.messages import ToolCall
-from tuiapp.ui.bridge import PendingApproval
+from tuiapp.conversation.conversation import Approval
+from tuiapp.security.display import printable, printable_line
+from tuiapp.vocab.events import ToolCallDecided, ToolCallForeseen, ToolFinished
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.ui.messages import PendingApproval
 from tuiapp.ui.widgets.approval_editor import ArgsEditor, parse_arguments
 from tuiapp.ui.widgets.approval_grants import GrantChoices
 from tuiapp.ui.widgets.approval_keys import (

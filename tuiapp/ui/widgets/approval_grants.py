@@ -7,19 +7,15 @@ its digit; the "for 2 h" variants follow. The digit gives the grant to the app, 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from textual.content import Content
 from textual.widgets import Static
 
-from tuiapp.core.conversation import Approval
-from tuiapp.core.display import printable_line
-from tuiapp.core.grants import Scope, scopes
-from tuiapp.core.messages import ToolCall
-from tuiapp.ui.widgets.approval_keys import CHOOSE
-
-if TYPE_CHECKING:
-    from tuiapp.ui.widgets.approval import ApprovalPanel
+from tuiapp.conversation.conversation import Approval
+from tuiapp.security.display import printable_line
+from tuiapp.security.grants import Scope, scopes
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.ui.widgets.approval_keys import CHOOSE, ApprovalPanel
 
 # (call, scope, "allow" | "deny", "session" | "always") → None; set by the app.
 GrantSink = Callable[[ToolCall, Scope, str, str], None]

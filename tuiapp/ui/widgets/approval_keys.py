@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from textual import events
+from textual.message import Message
 from textual.widgets import Button
 
-if TYPE_CHECKING:
-    from tuiapp.ui.widgets.approval import ApprovalPanel
+from tuiapp.ui.messages import PendingApproval
+from tuiapp.ui.widgets.approval_queue import ReplyCalls
+from tuiapp.vocab.messages import ToolCall
 
 # (key, label, action, variant). Labels stay short: the row must fit beside the tool panes.
 BUTTONS = (("y", "allow", "allow", "success"), ("n", "deny", "deny", "error"),
@@ -108,6 +110,57 @@ def fit_columns(widths: list[int], room: int) -> int:
             break
         columns -= 1
     return columns
+
+
+class ApprovalPanel(Protocol):
+    """What the key handling (and the grant choices) read and call on the panel they are
+    mixed into."""
+
+    Typed: type[Message]
+    Leave: type[Message]
+    queue: list[PendingApproval]
+    reply: ReplyCalls
+    keys: KeyReader
+    mode: str
+    shown_at: float
+    answering: bool
+    ignored_key: bool
+    _shown: str | None
+    _armed_at: float
+    grant_sink: Any
+
+    @property
+    def current(self) -> PendingApproval | None: ...
+
+    @property
+    def waiting(self) -> bool: ...
+
+    @property
+    def confirming(self) -> str | None: ...
+
+    def post_message(self, message: Message) -> bool: ...
+
+    def set_timer(self, delay: float, callback: Any) -> Any: ...
+
+    def query_one(self, selector: Any, expect_type: Any = None) -> Any: ...
+
+    def choices(self, action: str | None = None) -> list[Any]: ...
+
+    def grant(self, action: str, choice: int) -> None: ...
+
+    def batch_calls(self, action: str) -> list[ToolCall]: ...
+
+    def _answer(self, approval: Any) -> None: ...
+
+    def _step(self, step: Step) -> None: ...
+
+    def _hint(self) -> None: ...
+
+    def _cancel_confirm(self) -> None: ...
+
+    def _expire_confirm(self) -> None: ...
+
+    def _confirm_text(self, action: str) -> str: ...
 
 
 class AnswerKeys:
