@@ -17,8 +17,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from tuiapp.settings import config  # noqa: E402
 from tuiapp.conversation import argument_text, policy  # noqa: E402
+from tuiapp.settings import config  # noqa: E402
 from tuiapp.vocab.messages import ToolCall, canonical_json  # noqa: E402
 
 GOAL_MS = 50.0

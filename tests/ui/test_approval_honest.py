@@ -25,13 +25,13 @@ from tui_helpers import (
     wait_idle,
 )
 
-from tuiapp.vocab.events import TextDelta
-from tuiapp.vocab.messages import ToolCall
 from tuiapp.providers.base import StreamEnd
 from tuiapp.ui.widgets import approval_keys
 from tuiapp.ui.widgets.approval import ApprovalPanel
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.tool_block import ToolCallBlock
+from tuiapp.vocab.events import TextDelta
+from tuiapp.vocab.messages import ToolCall
 
 KEP_TOML = "[tools]\nbuiltins = false\n"
 # The third call is allowed by a rule: it is decided only when its turn comes.

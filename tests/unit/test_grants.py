@@ -8,9 +8,9 @@ import time
 
 import pytest
 
+from tuiapp.security import grants, policy
 from tuiapp.settings import paths
 from tuiapp.settings.config_types import ApprovalConfig, Rule
-from tuiapp.security import grants, policy
 from tuiapp.vocab.messages import ToolCall, canonical_json
 from tuiapp.vocab.tool_specs import ToolSpec
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from tuiapp.settings.config_types import ApprovalConfig, Rule
 from tuiapp.security import policy, rule_engine, rule_fallback
+from tuiapp.settings.config_types import ApprovalConfig, Rule
 from tuiapp.vocab.messages import ToolCall, canonical_json
 
 README_DENY = r"\brm\s+([^\s;&|]+\s+)*(-[a-zA-Z]*[rR]|--recursive)"

@@ -38,6 +38,7 @@ REPEAT_LIMIT = 2
 FAIR_SLICE = 0.002  # seconds a stream may hold the event loop before yielding
 TEXT_BATCH = 0.02  # seconds of text deltas emitted as one event
 PAUSE_LIMIT = 3  # pause_turn continuations kep makes by itself in one turn
+FORESEEN = 100  # calls of a reply whose rule verdicts are listed up front
 
 Emit = Callable[[Event], None]
 
@@ -208,7 +209,29 @@ class Conversation:
         tools = self.visible_tools()
         pending: list[Awaitable[ToolFinished]] = []
         most = self.tool_settings().max_calls_per_reply
-        await self._foresee(calls[:most], tools)
+        # Beside the first call, not before it: a slow rule never delays the first question.
+        foresee = asyncio.ensure_future(self._foresee(calls[:min(most, FORESEEN)], tools))
+        try:
+            await self._clear_all(calls, tools, seen, most, pending)
+        finally:
+            foresee.cancel()
+        results = await asyncio.gather(*pending)
+        for call, fin in zip(calls, results, strict=True):
+            self._add(
+                Message(
+                    "tool",
+                    fin.result,
+                    tool_call_id=call.id,
+                    name=call.name,
+                    is_error=fin.status != "ok",
+                    tool_images=fin.images,
+                )
+            )
+
+    async def _clear_all(self, calls: list[ToolCall], tools: Mapping[str, ToolSpec],
+                         seen: Counter[str], most: int,
+                         pending: list[Awaitable[ToolFinished]]) -> None:
+        """Decide each call in order; approved ones start at once (into `pending`)."""
         for i, call in enumerate(calls):
             spec = tools.get(call.name)
             self.emit(
@@ -234,18 +257,6 @@ class Conversation:
             call, spec = outcome.call, outcome.spec
             # Approved calls start at once and run side by side; results keep call order.
             pending.append(asyncio.ensure_future(self.executor(spec, call, self.emit)))
-        results = await asyncio.gather(*pending)
-        for call, fin in zip(calls, results, strict=True):
-            self._add(
-                Message(
-                    "tool",
-                    fin.result,
-                    tool_call_id=call.id,
-                    name=call.name,
-                    is_error=fin.status != "ok",
-                    tool_images=fin.images,
-                )
-            )
 
     async def _foresee(self, calls: list[ToolCall], tools: Mapping[str, ToolSpec]) -> None:
         """Say up front what the rules make of each call (ToolCallForeseen)."""

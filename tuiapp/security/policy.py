@@ -20,9 +20,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tuiapp.security import argument_text, rule_engine
 from tuiapp.settings import paths
 from tuiapp.settings.config_types import Action, ApprovalConfig, Rule
-from tuiapp.security import argument_text, rule_engine
 from tuiapp.vocab.messages import ToolCall
 from tuiapp.vocab.tool_specs import ToolSpec
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tuiapp.settings.config_types import ApprovalConfig, ConfigError, Rule
 from tuiapp.security import policy
+from tuiapp.settings.config_types import ApprovalConfig, ConfigError, Rule
 from tuiapp.vocab.messages import ToolCall, canonical_json
 
 

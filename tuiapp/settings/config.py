@@ -32,7 +32,6 @@ from tuiapp.settings.config_types import (
     ConfigError,
     McpServerConfig,
     ProviderConfig,
-    Rule,
     SourceConfig,
     ToolsConfig,
 )

@@ -5,21 +5,22 @@ answers (one call, the rest of a reply, a rule to remember) go back to the broke
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from textual.app import App
 
-from tuiapp.security.grants import Scope, describe_call
+from tuiapp.security.grants import Grant, Scope, describe_call
 from tuiapp.ui.messages import ApprovalRequested
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
-    from tuiapp.vocab.messages import ToolCall
+    from tuiapp.project.workspace import Workspace
     from tuiapp.ui.bridge import ApprovalBroker
     from tuiapp.ui.chat import ChatSession
     from tuiapp.ui.widgets.approval import ApprovalPanel
-    from tuiapp.project.workspace import Workspace
+    from tuiapp.vocab.messages import ToolCall
 
 
 class ApprovalRouting(App[int]):
@@ -73,6 +74,30 @@ class ApprovalRouting(App[int]):
         self.query_one(PromptInput).focus()
         if self.busy:
             self.set_state("tools" if self.chat.running else "streaming")
+
+    _grants_reviewed = False
+
+    async def action_quit(self) -> None:
+        """Quit; with session grants, first list them and keep the ticked ones as rules."""
+        grants = self.ws.grants.listed()
+        if not grants or self._grants_reviewed:
+            await super().action_quit()
+            return
+        from tuiapp.ui.screens.grants_review import GrantsReview
+
+        def done(keep: list[Grant] | None) -> None:
+            self._grants_reviewed = True
+            for g in keep or []:
+                expires = ""
+                if g.rule.expires_at is not None:
+                    hours = max(1, round((g.rule.expires_at - time.time()) / 3600))
+                    expires = f"{hours}h"
+                self.add_rule(g.rule.tool, g.rule.action, tool_regex=g.rule.tool,
+                              args=g.rule.args, label=g.label, source=g.call, expires=expires)
+            self.ws.grants.clear()
+            self.exit(0)
+
+        self.push_screen(GrantsReview(grants), done)
 
     def apply_grant(self, call: ToolCall, scope: Scope, action: str, where: str) -> None:
         """s / a / d and a digit (the panel calls this before it answers the call, so the

@@ -29,8 +29,6 @@ from textual.widgets import Button, Input, Static, TextArea
 
 from tuiapp.conversation.conversation import Approval
 from tuiapp.security.display import printable, printable_line
-from tuiapp.vocab.events import ToolCallDecided, ToolCallForeseen, ToolFinished
-from tuiapp.vocab.messages import ToolCall
 from tuiapp.ui.messages import PendingApproval
 from tuiapp.ui.widgets.approval_editor import ArgsEditor, parse_arguments
 from tuiapp.ui.widgets.approval_grants import GrantChoices
@@ -42,6 +40,8 @@ from tuiapp.ui.widgets.approval_keys import (
     fit_columns,
 )
 from tuiapp.ui.widgets.approval_queue import ReplyCalls
+from tuiapp.vocab.events import ToolCallDecided, ToolCallForeseen, ToolFinished
+from tuiapp.vocab.messages import ToolCall
 
 
 class ApprovalPanel(GrantChoices, AnswerKeys, Vertical, can_focus=True):

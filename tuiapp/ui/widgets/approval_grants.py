@@ -14,8 +14,8 @@ from textual.widgets import Static
 from tuiapp.conversation.conversation import Approval
 from tuiapp.security.display import printable_line
 from tuiapp.security.grants import Scope, scopes
-from tuiapp.vocab.messages import ToolCall
 from tuiapp.ui.widgets.approval_keys import CHOOSE, ApprovalPanel
+from tuiapp.vocab.messages import ToolCall
 
 # (call, scope, "allow" | "deny", "session" | "always") → None; set by the app.
 GrantSink = Callable[[ToolCall, Scope, str, str], None]
