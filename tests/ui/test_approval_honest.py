@@ -151,6 +151,9 @@ async def test_edited_arguments_are_shown_as_edited_everywhere(
         editor = panel.query_one(".approval-editor")
         editor.load_text(json.dumps({"path": "third.txt"}))  # type: ignore[attr-defined]
         await pilot.press("ctrl+s")
+        await armed(pilot, panel, "third.txt")  # edited arguments are asked about again
+        assert "edited" in panel_text(panel)
+        await pilot.press("y")
         await armed(pilot, panel, "other.txt")
         assert ran(proj) == ["third.txt"]
         rows = panel.reply.lines("c1").plain.split("\n")

@@ -94,12 +94,13 @@ class ApprovalPanel(GrantChoices, AnswerKeys, Vertical, can_focus=True):
         with VerticalScroll(classes="approval-args"):
             yield Static(classes="approval-json")
         yield Static(classes="approval-rule")
-        yield Static(classes="approval-choices")
 
         yield ArgsEditor(classes="approval-editor", soft_wrap=True, tab_behavior="indent")
         # Docked at the bottom: the answer's controls stay on screen when the rest is cut.
         with Vertical(classes="approval-footer"):
             yield Static(classes="approval-error")
+            # s / a / d: the numbered grants, kept on screen with the keys that pick them
+            yield Static(classes="approval-choices")
             yield Input(placeholder="Why? (sent to the model; Enter to deny, Esc to go back)",
                         classes="approval-reason")
             yield Static(classes="approval-hint")
