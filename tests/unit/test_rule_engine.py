@@ -79,3 +79,9 @@ def test_invalid_and_odd_patterns_do_not_reach_re2_wrongly() -> None:
     assert rule_engine.search("a{2000}", "a" * 2000) is True  # over RE2's repeat limit
     assert rule_engine.search(r"(?x) a b # comment", "ab") is True
     assert rule_engine.search(r"a$\n", "a\n") is True  # `$` before more pattern: Python's way
+
+
+def test_tool_names_match_whole_with_global_flags_kept_first() -> None:
+    assert rule_engine.fullmatch("(?i)shout", "SHOUT") is True
+    assert rule_engine.fullmatch("shout|x", "shoutx") is False
+    assert rule_engine.fullmatch("git_.*|fs_.*", "fs_read") is True

@@ -91,7 +91,7 @@ class KepMcpServer:
     def _refusal(self, call: ToolCall, spec: ToolSpec) -> str | None:
         verdict = policy.decide(call, self._approval(), self._env, spec=spec)
         if verdict.action == "deny":
-            return f"denied by kep's policy ({verdict.rule})"
+            return f"denied by kep's policy: {verdict.why()}"
         if verdict.action == "ask" and not self.allow_ask:
             return (f"kep's policy asks before running this call ({verdict.rule}); "
                     "start the server with `kep mcp serve --allow-ask` to let this client's "

@@ -42,6 +42,10 @@ class Verdict:
     again: str = ""
     message: str = ""  # the deciding rule's deny_message: what the model and the user read
 
+    def why(self) -> str:
+        """The rule, led by its deny_message when it has one."""
+        return f"{self.message} ({self.rule})" if self.message else self.rule
+
 
 def decide(
     call: ToolCall,

@@ -110,7 +110,9 @@ def search_any(pattern: str, texts: tuple[str, ...] | list[str],
 
 
 def fullmatch(pattern: str, text: str) -> bool | None:
-    return search(rf"\A(?:{pattern})\Z", text)
+    flags = re.match(r"(?:\(\?[aiLmsux]+\))*", pattern)
+    head = flags.group(0) if flags else ""  # global flags must stay at the very start
+    return search(rf"{head}\A(?:{pattern[len(head):]})\Z", text)
 
 
 def is_linear(pattern: str) -> bool:
