@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from tuiapp.security import policy
+from tuiapp.security import policy, rule_engine
 from tuiapp.settings.config_types import ApprovalConfig
 from tuiapp.vocab.events import Event, Notice, ToolCallDecided
 from tuiapp.vocab.messages import ToolCall, canonical_json
@@ -79,8 +79,11 @@ async def clear(
         return call.arguments if call.arguments != original else None
 
     for _ in range(MAX_ROUNDS):
-        # Off the event loop: a rule RE2 can't run waits for its helper process.
-        verdict = await asyncio.to_thread(policy.decide, call, approval(), env, spec=spec)
+        rules = approval()
+        if _quick(call, rules):  # (a thread hop per call would spread a flood of calls out)
+            verdict = policy.decide(call, rules, env, spec=spec)
+        else:  # off the event loop: big arguments, or a rule RE2 can't run (its helper waits)
+            verdict = await asyncio.to_thread(policy.decide, call, rules, env, spec=spec)
         if verdict.action == "deny":
             emit(ToolCallDecided(call.id, "deny", verdict.rule, edited_arguments=edited(),
                                  message=verdict.message))
@@ -121,6 +124,21 @@ async def clear(
         spec, again = now, f"{change} since you were asked"
     return Refused("denied", f"{call.name} was not run: it kept changing while kep asked "
                              f"about it ({again})")
+
+
+QUICK_BYTES = 64 * 1024  # arguments up to this size, in ASCII, are decided on the loop
+
+
+def _quick(call: ToolCall, approval: ApprovalConfig) -> bool:
+    """Whether deciding `call` surely takes no time: small ASCII arguments, and every rule
+    runs in RE2 (linear)."""
+    if len(call.raw_arguments or "") > QUICK_BYTES:
+        return False
+    text = canonical_json(call.arguments)
+    if len(text) > QUICK_BYTES or not text.isascii() or not call.name.isascii():
+        return False
+    return all(rule_engine.compiled(p, False) is not None for r in approval.rules
+               for p in (r.tool, r.args) if p is not None)
 
 
 # ---- binding an answer to the code ----------------------------------------------------------
