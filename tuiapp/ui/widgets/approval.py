@@ -31,7 +31,7 @@ from tuiapp.conversation.conversation import Approval
 from tuiapp.security.display import printable, printable_line
 from tuiapp.ui.messages import PendingApproval
 from tuiapp.ui.widgets.approval_editor import ArgsEditor, parse_arguments
-from tuiapp.ui.widgets.approval_grants import GrantChoices
+from tuiapp.ui.widgets.approval_grants import ChoiceButtons, GrantChoices
 from tuiapp.ui.widgets.approval_keys import (
     BUTTONS,
     AnswerKeys,
@@ -100,7 +100,7 @@ class ApprovalPanel(GrantChoices, AnswerKeys, Vertical, can_focus=True):
         with Vertical(classes="approval-footer"):
             yield Static(classes="approval-error")
             # s / a / d: the numbered grants, kept on screen with the keys that pick them
-            yield Static(classes="approval-choices")
+            yield ChoiceButtons(classes="approval-choices")
             yield Input(placeholder="Why? (sent to the model; Enter to deny, Esc to go back)",
                         classes="approval-reason")
             yield Static(classes="approval-hint")

@@ -8,18 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from textual.containers import Vertical
 from textual.content import Content
-from textual.widgets import Static
 
 from tuiapp.conversation.conversation import Approval
 from tuiapp.security.display import printable_line
 from tuiapp.security.grants import Scope, scopes
-from tuiapp.ui.widgets.approval_keys import CHOOSE, ApprovalPanel
+from tuiapp.ui.widgets.approval_keys import CHOOSE, ApprovalPanel, KeyButton
 from tuiapp.vocab.messages import ToolCall
 
 # (call, scope, "allow" | "deny", "session" | "always") → None; set by the app.
 GrantSink = Callable[[ToolCall, Scope, str, str], None]
 MAX_CHOICES = 9  # one digit each
+
+
+class ChoiceButtons(Vertical):
+    """Where the choices go; `shown` is what is drawn (redrawn only when it changes)."""
+
+    shown: tuple[str, ...] = ()
 
 
 class GrantChoices:
@@ -49,10 +55,16 @@ class GrantChoices:
         self._answer(Approval(False, "the user always denies this") if deny else Approval(True))
 
     def _draw_choices(self: ApprovalPanel) -> None:
-        box = self.query_one(".approval-choices", Static)
+        """The choices as buttons (a click picks one, as its digit does)."""
+        box = self.query_one(".approval-choices")
         options = self.choices()
+        shown = tuple(o.label for o in options)
+        if shown == box.shown:
+            return
+        box.shown = shown
+        box.remove_children()
         box.display = bool(options)
-        if options:
-            rows = [Content.assemble((f" {i} ", "bold reverse"), " ", printable_line(o.label))
-                    for i, o in enumerate(options, 1)]
-            box.update(Content("\n").join(rows))
+        box.mount_all([KeyButton(Content.assemble((str(i), "bold"), " ",
+                                                  printable_line(o.label)),
+                                 compact=True, name=f"choice-{i}")
+                       for i, o in enumerate(options, 1)])

@@ -39,7 +39,7 @@ SINGLE = {"allow", "deny", "edit"}  # answer the call on screen, one key
 CHOOSE = {"session", "always_allow", "always_deny"}  # then a digit: what the grant covers
 CONFIRMED = {"allow_all", "deny_all"}  # then the same key again, or Enter
 GUARD_SECONDS = 0.5  # keys this soon after a call is shown were not meant for it
-CONFIRM_SECONDS = 3.0  # a started sequence is forgotten after this long
+CONFIRM_SECONDS = 3.0  # a started Y / N is forgotten after this long
 
 
 @dataclass(frozen=True)
@@ -207,8 +207,9 @@ class AnswerKeys:
             else:
                 getattr(self, f"action_{step.action}")()
         elif step.kind == "arm":
-            self.set_timer(CONFIRM_SECONDS + 0.05, self._expire_confirm)
             self._armed_at = time.monotonic()
+            if step.action in CONFIRMED:  # (a list of grants stays until picked or Esc)
+                self.set_timer(CONFIRM_SECONDS + 0.05, self._expire_confirm)
         self._hint()
 
     def press(self: ApprovalPanel, action: str) -> None:
