@@ -79,7 +79,8 @@ def _session_flags(p: argparse.ArgumentParser, top: bool = False) -> None:
     )
 
 
-COMMANDS = ("run", "functions", "call", "new", "init", "trust", "mcp", "sessions", "config")
+COMMANDS = ("run", "functions", "call", "new", "init", "trust", "mcp", "sessions", "config",
+            "rules")
 
 
 class _Retry(Exception):
@@ -228,6 +229,15 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     csub = p.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     _common(csub.add_parser("path", help="print the config files kep reads"))
     _common(csub.add_parser("show", help="print the merged config (secrets masked)"))
+
+    p = sub.add_parser("rules", help="the approval rules: test what they decide for a call")
+    _common(p)
+    rsub = p.add_subparsers(dest="rules_command", metavar="ACTION", required=True)
+    s = rsub.add_parser("test", help="the verdict for a call and the rule that decides it "
+                        "(exit 0 allow, 1 ask, 2 deny, 3 bad input or config)")
+    _common(s)
+    s.add_argument("tool", metavar="TOOL")
+    s.add_argument("arguments", nargs="?", default="{}", metavar="JSON")
     return parser
 
 

@@ -125,9 +125,12 @@ async def test_N_then_another_key_cancels(proj: Path) -> None:
         await send(pilot, THREE)
         panel = await wait_approval(pilot)
         await ready(pilot, panel, "notes.txt")
-        await pilot.press("N", "x")
+        await pilot.press("N", "x")  # not a second N: typing, which goes to the message box
         await pilot.pause(0.2)
-        assert "again" not in panel_text(panel)
+        assert "again" not in panel_text(panel) and prompt(app).text == "Nx"
+        assert all(r.open for r in panel.queue) and ran(proj) == []
+        await pilot.press("escape")  # (from the message box) back to the approval
+        await until(pilot, lambda: panel.has_focus, what="panel focus")
         await pilot.press("N")
         await pilot.pause(0.2)
         assert panel.current is not None and current_path(panel) == "notes.txt"
@@ -137,7 +140,7 @@ async def test_N_then_another_key_cancels(proj: Path) -> None:
 
 
 @pytest.mark.parametrize(("key", "action"), [("a", "allow"), ("d", "deny")])
-async def test_a_and_d_write_kep_toml_only_after_a_second_key(
+async def test_a_and_d_write_kep_toml_only_after_a_digit(
         proj: Path, key: str, action: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(approval_module, "CONFIRM_SECONDS", 1.0, raising=False)
     app = app_for(proj)
@@ -147,14 +150,22 @@ async def test_a_and_d_write_kep_toml_only_after_a_second_key(
         await ready(pilot, panel, "notes.txt")
         await pilot.press(key)
         await pilot.pause(1.3)  # too late: the first press has expired
+        await pilot.press("1")  # so this is typing: it goes to the message box
+        await pilot.pause(0.3)
+        assert (proj / "kep.toml").read_text() == KEP_TOML and prompt(app).text == "1"
+        await pilot.press("escape")
+        await until(pilot, lambda: panel.has_focus, what="panel focus")
         await pilot.press(key)
         await pilot.pause(0.3)
-        assert (proj / "kep.toml").read_text() == KEP_TOML
-        assert f"Press {key} again" in panel_text(panel)
-        await pilot.press(key)
+        screen = "\n".join(s.text for s in app.screen._compositor.render_strips())
+        assert "press the number" in panel_text(panel) and "the whole tool shout" in screen
+        whole = next(i for i, o in enumerate(panel.choices(), 1) if o.args is None)
+        await pilot.press(str(whole))
         await wait_idle(pilot)
         data = tomllib.loads((proj / "kep.toml").read_text())
-        assert data["approval"]["rules"][0] == {"tool": "^shout$", "action": action}
+        rule = data["approval"]["rules"][0]
+        assert (rule["tool"], rule["action"]) == ("^shout$", action) and "args" not in rule
+        assert "notes.txt" in rule["comment"] and rule["added"]
 
 
 @pytest.mark.parametrize("typed", ["all good", "do it now", "yes please"])
@@ -250,8 +261,8 @@ async def test_all_keys_are_readable_at_80x24(proj: Path) -> None:
         await ready(pilot, panel, "notes.txt")
         await pilot.pause(0.2)
         screen = "\n".join(s.text for s in app.screen._compositor.render_strips())
-        for label in ("y allow", "n deny", "a always", "d never", "e edit", "Y all",
-                      "N none"):
+        for label in ("y allow", "n deny", "s session", "a always", "d never", "e edit",
+                      "Y all", "N none"):
             assert label in screen, f"{label!r} not on screen:\n{screen}"
         assert "1/3" in screen
 
@@ -351,16 +362,18 @@ async def test_focus_in_another_panel_moves_to_the_call_and_back(proj: Path) -> 
         assert prompt(app).has_focus
 
 
-async def test_the_always_button_needs_a_second_click(proj: Path) -> None:
+async def test_the_always_button_asks_what_it_covers(proj: Path) -> None:
     app = app_for(proj)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "shout notes.txt")
         panel = await wait_approval(pilot)
         await pilot.click("#approval .approval-always_allow")
         await pilot.pause(0.3)
-        assert (proj / "kep.toml").read_text() == KEP_TOML and ran(proj) == []
-        assert "Press a again" in panel_text(panel)
         await pilot.click("#approval .approval-always_allow")
+        await pilot.pause(0.3)
+        assert (proj / "kep.toml").read_text() == KEP_TOML and ran(proj) == []
+        assert "press the number" in panel_text(panel)
+        await pilot.click("#approval .approval-choices Button")  # the narrowest: this file
         await wait_idle(pilot)
         assert ran(proj) == ["notes.txt"] and "^shout$" in (proj / "kep.toml").read_text()
 

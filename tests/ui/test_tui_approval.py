@@ -87,12 +87,16 @@ async def test_a_writes_an_allow_rule_to_kep_toml(proj: Path) -> None:
     app = app_for(proj)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "shout notes.txt")
-        await wait_approval(pilot)
-        await pilot.press("a", "a")  # a second key confirms
+        panel = await wait_approval(pilot)
+        await pilot.press("a")
+        whole = next(i for i, o in enumerate(panel.choices(), 1) if o.args is None)
+        await pilot.press(str(whole))  # a digit says what it covers: the whole tool
         await wait_idle(pilot)
         assert ran(proj) == ["notes.txt"]
         data = tomllib.loads((proj / "kep.toml").read_text())
-        assert data["approval"]["rules"][0] == {"tool": "^shout$", "action": "allow"}
+        rule = data["approval"]["rules"][0]
+        assert (rule["tool"], rule["action"], "args" in rule) == ("^shout$", "allow", False)
+        assert rule["comment"].startswith("added by kep on ") and "notes.txt" in rule["comment"]
         assert data["tools"] == {"builtins": False}  # the rest of the file is kept
         assert any("rule added" in n.message for n in app._notifications)
         # The rule applies at once: the next call runs without asking.
@@ -106,16 +110,40 @@ async def test_d_writes_a_deny_rule_and_later_calls_are_denied_without_asking(pr
     app = app_for(proj)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "shout notes.txt")
-        await wait_approval(pilot)
-        await pilot.press("d", "d")  # a second key confirms
+        panel = await wait_approval(pilot)
+        await pilot.press("d")
+        whole = next(i for i, o in enumerate(panel.choices(), 1) if o.args is None)
+        await pilot.press(str(whole))
         await wait_idle(pilot)
         data = tomllib.loads((proj / "kep.toml").read_text())
-        assert data["approval"]["rules"][0] == {"tool": "^shout$", "action": "deny"}
+        rule = data["approval"]["rules"][0]
+        assert (rule["tool"], rule["action"], "args" in rule) == ("^shout$", "deny", False)
         await send(pilot, "shout other.txt")
         await wait_idle(pilot)
         assert ran(proj) == []
         assert all(m.is_error for m in tool_messages(app))
         assert "denied by policy" in tool_messages(app)[-1].content
+
+
+async def test_a_narrow_always_covers_only_the_file_shown(proj: Path) -> None:
+    """Issue 25 item 2: the first choice is the narrowest (this file); a call on another
+    file is asked again; the written rule is anchored and says where it came from."""
+    app = app_for(proj)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "shout notes.txt")
+        panel = await wait_approval(pilot)
+        await pilot.press("a")
+        assert "shout on the file notes.txt" in panel.choices()[0].label
+        await pilot.press("1")
+        await wait_idle(pilot)
+        rule = tomllib.loads((proj / "kep.toml").read_text())["approval"]["rules"][0]
+        assert rule["args"].startswith("^") and rule["args"].endswith("$")
+        await send(pilot, "shout notes.txt")
+        await wait_idle(pilot)
+        assert ran(proj) == ["notes.txt", "notes.txt"]  # the same file: not asked
+        await send(pilot, "shout other.txt")
+        await wait_approval(pilot)  # another file: asked
+        assert ran(proj) == ["notes.txt", "notes.txt"]
 
 
 async def test_e_edits_the_arguments_and_invalid_json_is_refused(proj: Path) -> None:

@@ -112,7 +112,7 @@ async def _call_in(ws: Any, name: str, words: list[str], *, as_json: bool) -> in
     call = ToolCall("call-" + os.urandom(4).hex(), name, arguments)
     verdict = policy.decide_direct(call, cfg.approval, os.environ, spec=spec)
     if verdict.action == "deny":
-        fail(f"{name} denied by {verdict.rule}", 1)
+        fail(f"{name} denied by {verdict.why()}", 1)
 
     # To a terminal, tool output is foreign text (the display edge); to a pipe or a file it
     # stays byte for byte what the tool wrote.

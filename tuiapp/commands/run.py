@@ -84,7 +84,8 @@ class Printer:
             self._queued.discard(event.call_id)
             self._note(f"  {event.name} started")
         elif isinstance(event, ToolCallDecided) and event.decision == "deny":
-            self._note(f"  denied: {event.rule}")
+            said = f"{event.message} " if event.message else ""
+            self._note(f"  denied: {said}({event.rule})" if said else f"  denied: {event.rule}")
         elif isinstance(event, ToolFinished):
             code = "" if event.exit_code is None else f"exit {event.exit_code}, "
             self._note(f"{STATUS_MARK.get(event.status, '?')} {event.name} {event.status} "

@@ -23,6 +23,7 @@ from tuiapp.vocab.events import (
     ReasoningDelta,
     Retrying,
     TextDelta,
+    ToolCallForeseen,
     ToolCallRequested,
     ToolFinished,
     TurnEnded,
@@ -37,6 +38,7 @@ REPEAT_LIMIT = 2
 FAIR_SLICE = 0.002  # seconds a stream may hold the event loop before yielding
 TEXT_BATCH = 0.02  # seconds of text deltas emitted as one event
 PAUSE_LIMIT = 3  # pause_turn continuations kep makes by itself in one turn
+FORESEEN = 100  # calls of a reply whose rule verdicts are listed up front
 
 Emit = Callable[[Event], None]
 
@@ -69,6 +71,8 @@ class Conversation:
     allow_only: Callable[[str], bool] | None = None  # `.functions` allow-list of a prompt
     # [tools] bounds: include/exclude, description cap, max_offered, max_calls_per_reply.
     tool_settings: Callable[[], ToolsConfig] = ToolsConfig
+    # An answer the user gave for a call before it was reached (the TUI's "deny all").
+    standing: Callable[[str], Approval | None] | None = None
 
     def __post_init__(self) -> None:
         self._warned = False  # an oversized offer is warned about once
@@ -205,6 +209,29 @@ class Conversation:
         tools = self.visible_tools()
         pending: list[Awaitable[ToolFinished]] = []
         most = self.tool_settings().max_calls_per_reply
+        # Beside the first call, not before it: a slow rule never delays the first question.
+        foresee = asyncio.ensure_future(self._foresee(calls[:min(most, FORESEEN)], tools))
+        try:
+            await self._clear_all(calls, tools, seen, most, pending)
+        finally:
+            foresee.cancel()
+        results = await asyncio.gather(*pending)
+        for call, fin in zip(calls, results, strict=True):
+            self._add(
+                Message(
+                    "tool",
+                    fin.result,
+                    tool_call_id=call.id,
+                    name=call.name,
+                    is_error=fin.status != "ok",
+                    tool_images=fin.images,
+                )
+            )
+
+    async def _clear_all(self, calls: list[ToolCall], tools: Mapping[str, ToolSpec],
+                         seen: Counter[str], most: int,
+                         pending: list[Awaitable[ToolFinished]]) -> None:
+        """Decide each call in order; approved ones start at once (into `pending`)."""
         for i, call in enumerate(calls):
             spec = tools.get(call.name)
             self.emit(
@@ -222,25 +249,27 @@ class Conversation:
                 continue
             assert spec is not None
             outcome = await clear(call, spec, approval=self.approval, env=self.env,
-                                  approver=self.approver, current=self._current, emit=self.emit)
+                                  approver=self.approver, current=self._current, emit=self.emit,
+                                  standing=self.standing)
             if not isinstance(outcome, Cleared):
                 pending.append(_done(self._finish(call, outcome.status, outcome.result)))
                 continue
             call, spec = outcome.call, outcome.spec
             # Approved calls start at once and run side by side; results keep call order.
             pending.append(asyncio.ensure_future(self.executor(spec, call, self.emit)))
-        results = await asyncio.gather(*pending)
-        for call, fin in zip(calls, results, strict=True):
-            self._add(
-                Message(
-                    "tool",
-                    fin.result,
-                    tool_call_id=call.id,
-                    name=call.name,
-                    is_error=fin.status != "ok",
-                    tool_images=fin.images,
-                )
-            )
+
+    async def _foresee(self, calls: list[ToolCall], tools: Mapping[str, ToolSpec]) -> None:
+        """Say up front what the rules make of each call (ToolCallForeseen)."""
+        known = [(c, tools[c.name]) for c in calls if c.name in tools and not c.arguments_error]
+        if len(known) < 2:
+            return  # one call: its own decision comes at once
+        approval = self.approval()
+
+        def decide_all() -> list[tuple[str, policy.Verdict]]:
+            return [(c.id, policy.decide(c, approval, self.env, spec=s)) for c, s in known]
+
+        for call_id, verdict in await asyncio.to_thread(decide_all):
+            self.emit(ToolCallForeseen(call_id, verdict.action, verdict.rule))
 
     def _current(self, name: str) -> ToolSpec | None:
         return self.visible_tools().get(name)

@@ -91,7 +91,7 @@ class KepMcpServer:
     def _refusal(self, call: ToolCall, spec: ToolSpec) -> str | None:
         verdict = policy.decide(call, self._approval(), self._env, spec=spec)
         if verdict.action == "deny":
-            return f"denied by kep's policy ({verdict.rule})"
+            return f"denied by kep's policy: {verdict.why()}"
         if verdict.action == "ask" and not self.allow_ask:
             return (f"kep's policy asks before running this call ({verdict.rule}); "
                     "start the server with `kep mcp serve --allow-ask` to let this client's "
@@ -121,7 +121,8 @@ class KepMcpServer:
         spec = self._tools().get(params.name)
         if spec is None:
             raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
-        refusal = self._refusal(call, spec)
+        # Off the event loop: a rule RE2 can't run waits for its helper process.
+        refusal = await asyncio.to_thread(self._refusal, call, spec)
         if refusal:
             return _error(f"Error: {params.name} was not run: {refusal}.")
         problem = arguments_error(spec.parameters, arguments)

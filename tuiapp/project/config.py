@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tuiapp.security import project_items, secrets, trust
+from tuiapp.security import project_items, rule_examples, secrets, trust
 from tuiapp.settings import config as settings_config
 from tuiapp.settings import paths
 from tuiapp.settings.config_types import Config
@@ -31,6 +31,8 @@ def load(project_root: Path | None = None, user_file: Path | None = None,
 
     cfg = settings_config.load(root, user_file or paths.user_config_file(),
                                in_force if state.trusted else None)
+    # A rule whose own examples fail is a config error: none of the rules apply.
+    rule_examples.check_all(cfg.approval)
     return Config(**{**cfg.__dict__, "trust": state})
 
 

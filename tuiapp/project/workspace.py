@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from tuiapp.project.system_prompt import BASE_PROMPT, compose
 from tuiapp.security import trust
+from tuiapp.security.grants import SessionGrants
 from tuiapp.settings import paths
-from tuiapp.settings.config_types import Config
+from tuiapp.settings.config_types import ApprovalConfig, Config
 from tuiapp.tools.registry import Registry
 from tuiapp.vocab.tool_specs import ToolSpec
 
@@ -54,9 +55,16 @@ class Workspace:
     # The project's MCP servers, once start_mcp() ran and there is at least one.
     mcp: McpManager | None = field(default=None, init=False)
     _runners: list[Runner] = field(default_factory=list, init=False)
+    # "Allow for this session" answers: in memory only, applied before the config's rules.
+    grants: SessionGrants = field(init=False)
 
     def __post_init__(self) -> None:
         self.registry = Registry(self.config)
+        self.grants = SessionGrants()
+
+    def approval(self) -> ApprovalConfig:
+        """The rules in force now: this session's grants, then the config's."""
+        return self.grants.apply(self.config.approval)
 
     def has_mcp_servers(self) -> bool:
         """Servers in kep.toml, the project's mcp.json, or a trusted Loki `functions/mcp.json`
@@ -139,7 +147,7 @@ class Workspace:
         return Conversation(
             provider=provider,
             tools=self.session_tools,
-            approval=lambda: self.config.approval,
+            approval=self.approval,
             approver=approver,
             executor=runner.execute,
             emit=emit,

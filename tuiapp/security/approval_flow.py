@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from tuiapp.security import policy
+from tuiapp.security import policy, rule_engine
 from tuiapp.settings.config_types import ApprovalConfig
 from tuiapp.vocab.events import Event, Notice, ToolCallDecided
 from tuiapp.vocab.messages import ToolCall, canonical_json
@@ -66,9 +66,12 @@ async def clear(
     approver: Approver,
     current: Callable[[str], ToolSpec | None],
     emit: Callable[[Event], None],
+    standing: Callable[[str], Approval | None] | None = None,
 ) -> Cleared | Refused:
     """Decide `call`, asking `approver` when the rules say ask. `current` gives the tool as
-    the registry knows it now, checked after each answer."""
+    the registry knows it now, checked after each answer. `standing` gives an answer the user
+    already gave for this call before it was reached ("deny every call of this reply"): a
+    no there stops it even where a rule would allow it."""
     again = ""
     original = call.arguments
 
@@ -76,11 +79,22 @@ async def clear(
         return call.arguments if call.arguments != original else None
 
     for _ in range(MAX_ROUNDS):
-        verdict = policy.decide(call, approval(), env, spec=spec)
+        rules = approval()
+        if _quick(call, rules):  # (a thread hop per call would spread a flood of calls out)
+            verdict = policy.decide(call, rules, env, spec=spec)
+        else:  # off the event loop: big arguments, or a rule RE2 can't run (its helper waits)
+            verdict = await asyncio.to_thread(policy.decide, call, rules, env, spec=spec)
         if verdict.action == "deny":
-            emit(ToolCallDecided(call.id, "deny", verdict.rule, edited_arguments=edited()))
+            emit(ToolCallDecided(call.id, "deny", verdict.rule, edited_arguments=edited(),
+                                 message=verdict.message))
             after = f"; {again}" if again else ""
-            return Refused("denied", f"denied by policy ({verdict.rule}){after}")
+            said = f": {verdict.message}" if verdict.message else ""
+            return Refused("denied", f"denied by policy{said} ({verdict.rule}){after}")
+        early = standing(call.id) if standing is not None and not again else None
+        if early is not None and not early.approved:
+            emit(ToolCallDecided(call.id, "ask", verdict.rule, False, early.reason))
+            return Refused("denied", "the user denied this call" + (
+                f": {early.reason}" if early.reason else " (with the rest of the reply)"))
         if verdict.action == "allow":
             emit(ToolCallDecided(call.id, "allow", verdict.rule, edited_arguments=edited()))
             return Cleared(call, spec)
@@ -110,6 +124,21 @@ async def clear(
         spec, again = now, f"{change} since you were asked"
     return Refused("denied", f"{call.name} was not run: it kept changing while kep asked "
                              f"about it ({again})")
+
+
+QUICK_BYTES = 64 * 1024  # arguments up to this size, in ASCII, are decided on the loop
+
+
+def _quick(call: ToolCall, approval: ApprovalConfig) -> bool:
+    """Whether deciding `call` surely takes no time: small ASCII arguments, and every rule
+    runs in RE2 (linear)."""
+    if len(call.raw_arguments or "") > QUICK_BYTES:
+        return False
+    text = canonical_json(call.arguments)
+    if len(text) > QUICK_BYTES or not text.isascii() or not call.name.isascii():
+        return False
+    return all(rule_engine.compiled(p, False) is not None for r in approval.rules
+               for p in (r.tool, r.args) if p is not None)
 
 
 # ---- binding an answer to the code ----------------------------------------------------------

@@ -25,9 +25,11 @@ from typing import Any
 
 from tuiapp.vocab.messages import canonical_json
 
-_SPACE = re.compile(r"\s+")
 _CONTINUATION = re.compile(r"\\\r?\n")  # a shell joins the lines around backslash-newline
-_QUOTING = re.compile(r"[\"'\\`]")
+# Whitespace other than single spaces: any `\s` but the space, or a space before another.
+_ODD_SPACE = (r"[\t\n\x0b\x0c\r\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f"
+              r"\u205f\u3000]| \s")
+_UNQUOTE = str.maketrans("", "", "\"'\\`")  # shell quotes and backslashes, removed
 
 
 def canonical(arguments: Mapping[str, Any]) -> str:
@@ -70,9 +72,22 @@ def texts(
 
 
 def _variants(text: str) -> Iterable[str]:
-    yield _SPACE.sub(" ", text).strip()
-    unquoted = _QUOTING.sub("", _CONTINUATION.sub("", text))
-    yield _SPACE.sub(" ", unquoted).strip()
+    yield _collapse(text)
+    if "\\\n" in text or "\\\r\n" in text:
+        text = _CONTINUATION.sub("", text)
+    if any(q in text for q in "\"'\\`"):
+        text = text.translate(_UNQUOTE)
+    yield _collapse(text)
+
+
+def _collapse(text: str) -> str:
+    r"""Every run of whitespace made one space, ends stripped. Most text is that already, which
+    one linear search tells; str.split() splits on exactly the characters `\s` matches."""
+    from tuiapp.security import rule_engine
+
+    if not rule_engine.search(_ODD_SPACE, text):
+        return text.strip(" ")
+    return " ".join(text.split())
 
 
 class _Pairs(list):  # type: ignore[type-arg]

@@ -7,17 +7,20 @@ The order (README "Approval rules"):
 4. kep's default: its own read-only built-ins are allowed, recognised by the file they come
    from (never by name, so a project's `grep` or an MCP server's `readfile` is asked about);
 5. `[approval] default`.
-How a rule's `args` regex meets the arguments is in argument_text.py.
+How a rule's `args` regex meets the arguments is in argument_text.py; regexes run in linear
+time (rule_engine). A search that could not finish in time makes kep ask, never allow. Expired
+rules (`expires`) no longer apply.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tuiapp.security import argument_text
+from tuiapp.security import argument_text, rule_engine
 from tuiapp.settings import paths
 from tuiapp.settings.config_types import Action, ApprovalConfig, Rule
 from tuiapp.vocab.messages import ToolCall
@@ -37,6 +40,11 @@ class Verdict:
     # Set when kep asks about a call a second time (edited arguments, changed code): why.
     # An answer given for other calls ("allow all") never covers such a question.
     again: str = ""
+    message: str = ""  # the deciding rule's deny_message: what the model and the user read
+
+    def why(self) -> str:
+        """The rule, led by its deny_message when it has one."""
+        return f"{self.message} ({self.rule})" if self.message else self.rule
 
 
 def decide(
@@ -50,12 +58,25 @@ def decide(
     never allow it)."""
     order = tuple((spec.parameters.get("properties") or {}) if spec else ())
     matcher = _Matcher(call, order)
-    for rule in approval.rules:
-        if rule.action == "deny" and matcher.matches(rule):
-            return Verdict("deny", rule.describe())
-    for rule in approval.rules:
-        if rule.action != "deny" and matcher.matches(rule):
-            return Verdict(rule.action, rule.describe())
+    now = time.time()
+    rules = [r for r in approval.rules if not r.expired(now)]
+    unsure: Rule | None = None  # a rule whose regex did not finish in time
+    for rule in rules:
+        if rule.action == "deny":
+            hit = matcher.matches(rule)
+            if hit:
+                return Verdict("deny", rule.describe(), message=rule.deny_message)
+            if hit is None:
+                unsure = unsure or rule
+    if unsure is not None:
+        return _unsure(unsure)
+    for rule in rules:
+        if rule.action != "deny":
+            hit = matcher.matches(rule)
+            if hit is None:
+                return _unsure(rule)
+            if hit:
+                return Verdict(rule.action, rule.describe())
     env = env or {}
     need, skip = env.get("LLM_MCP_NEED_CONFIRM"), env.get("LLM_MCP_SKIP_CONFIRM")
     if need and _env_match(need, call.name):
@@ -67,6 +88,10 @@ def decide(
     # What the user sees on the call: "asked: no rule matched".
     why = "" if approval.default == "ask" else f" ([approval] default = {approval.default})"
     return Verdict(approval.default, f"no rule matched{why}")
+
+
+def _unsure(rule: Rule) -> Verdict:
+    return Verdict("ask", f"{rule.describe()}: its regex did not finish in time, so kep asks")
 
 
 def decide_direct(
@@ -83,7 +108,7 @@ def decide_direct(
 
 def deny_rules_for(tool: str, approval: ApprovalConfig) -> list[Rule]:
     """The deny rules that can still stop calls to `tool` (for the "always allow" notice)."""
-    return [r for r in approval.rules if r.action == "deny" and _name_matches(r, tool)]
+    return [r for r in approval.rules if r.action == "deny" and _name_matches(r, tool) is not False]
 
 
 def is_read_only_builtin(spec: ToolSpec) -> bool:
@@ -109,24 +134,24 @@ class _Matcher:
         self._texts: list[str] | None = None
         self._canonical: str | None = None
 
-    def matches(self, rule: Rule) -> bool:
-        if not _name_matches(rule, self.call.name):
-            return False
-        if rule.args is None:
-            return True
-        pattern = re.compile(rule.args)
+    def matches(self, rule: Rule) -> bool | None:
+        """Whether `rule` matches the call; None when its regex did not finish in time."""
+        named = _name_matches(rule, self.call.name)
+        if not named or rule.args is None:
+            return named
         if rule.action == "allow":
             if self._canonical is None:
                 self._canonical = argument_text.canonical(self.call.arguments)
-            return pattern.search(self._canonical) is not None
+            return rule_engine.search_any(rule.args, (self._canonical,))
         if self._texts is None:
             self._texts = argument_text.texts(
                 self.call.arguments, self.call.raw_arguments, self.order)
-        return any(pattern.search(t) is not None for t in self._texts)
+        # (a deny or ask rule may match a little more often, never less: see rule_engine)
+        return rule_engine.search_any(rule.args, self._texts, wider_ok=True)
 
 
-def _name_matches(rule: Rule, name: str) -> bool:
-    return re.fullmatch(rule.tool, name) is not None
+def _name_matches(rule: Rule, name: str) -> bool | None:
+    return rule_engine.fullmatch(rule.tool, name)
 
 
 def _env_match(pattern: str, name: str) -> bool:

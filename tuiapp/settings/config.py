@@ -24,6 +24,7 @@ from tuiapp.settings.config_reader import (
     read_regular,
     read_toml,
 )
+from tuiapp.settings.config_rules import parse_rules
 from tuiapp.settings.config_types import (
     BUILTIN_PROVIDERS,
     ApprovalConfig,
@@ -31,7 +32,6 @@ from tuiapp.settings.config_types import (
     ConfigError,
     McpServerConfig,
     ProviderConfig,
-    Rule,
     SourceConfig,
     ToolsConfig,
 )
@@ -98,18 +98,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         )
 
     ar = r.sub("approval")
-    rules = []
-    for i, raw in enumerate(ar.get("rules", list, []), 1):
-        if not isinstance(raw, dict):
-            raise ConfigError(file, f"approval.rules[{i}]", "expected a table")
-        rr = ar.child(raw, f"approval.rules[{i}].")
-        tool = rr.regex("tool")
-        if tool is None:
-            raise ConfigError(file, f"approval.rules[{i}].tool", "required (a regex)")
-        action = rr.choice("action", ("allow", "ask", "deny"), None)
-        if action is None:
-            raise ConfigError(file, f"approval.rules[{i}].action", "required: allow, ask or deny")
-        rules.append(Rule(tool, action, rr.regex("args"), f"{Path(file).name} rule {i}"))
+    rules = parse_rules(ar, file)
     approval = ApprovalConfig(ar.choice("default", ("allow", "ask", "deny"), "ask"), tuple(rules))
 
     tr = r.sub("tools")

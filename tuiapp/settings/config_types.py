@@ -71,6 +71,15 @@ class Rule(FrozenRecord):
     action: Action
     args: str | None = None  # regex over the decoded arguments (core/argument_text.py)
     origin: str = ""  # "file.toml rule 3", for messages
+    deny_message: str = ""  # what the model and the user read when this rule denies
+    expires_at: float | None = None  # epoch seconds: the rule stops applying then
+    # Examples checked when the rules load (argument objects): each `match` must be decided
+    # by this rule, no `not_match` may be.
+    match: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    not_match: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
 
     def describe(self) -> str:
         a = f", arguments match {self.args}" if self.args else ""

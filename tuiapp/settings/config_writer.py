@@ -44,13 +44,25 @@ def write_toml_atomic(path: Path, data: Mapping[str, Any]) -> Path:
     return written
 
 
-def add_rule(file: Path, tool_regex: str, action: Action, args_regex: str | None = None) -> Rule:
+def add_rule(file: Path, tool_regex: str, action: Action, args_regex: str | None = None, *,
+             source: str = "", expires: str = "") -> Rule:
     """Put a rule at the front of `file`'s approval rules, atomically, as a
-    `[[approval.rules]]` table. (A deny rule elsewhere still wins: see policy.)"""
+    `[[approval.rules]]` table. (A deny rule elsewhere still wins: see policy.) `source` is
+    the call the rule came from: it is kept with the date in `comment` (a key, so it survives
+    any writer); `expires` ("2h") counts from `added`."""
     data = read_toml(file)
     rule: dict[str, Any] = {"tool": tool_regex, "action": action}
     if args_regex:
         rule["args"] = args_regex
+    if source or expires:
+        import datetime
+
+        now = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+        rule["added"] = now.isoformat().replace("+00:00", "Z")
+        if source:
+            rule["comment"] = f"added by kep on {now:%Y-%m-%d} from the call {source}"
+        if expires:
+            rule["expires"] = expires
     approval = dict(data.get("approval", {}))
     approval["rules"] = [rule, *approval.get("rules", [])]
     data["approval"] = approval

@@ -71,7 +71,7 @@ async def run_direct(runner: Runner, spec: ToolSpec, arguments: dict[str, Any],
     call = ToolCall("bench-" + os.urandom(4).hex(), spec.name, dict(arguments))
     verdict = policy.decide_direct(call, approval, os.environ, spec=spec)
     if verdict.action == "deny":
-        run.status, run.note = "denied", f"denied by {verdict.rule} (nothing was run)"
+        run.status, run.note = "denied", f"denied by {verdict.why()} (nothing was run)"
         return run
 
     def emit(event: Event) -> None:

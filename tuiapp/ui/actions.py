@@ -284,32 +284,38 @@ class SessionActions(App[int]):
 
     # ---- rules, config, reload ----------------------------------------------------------
 
-    def add_rule(self, tool: str, action: str) -> None:
-        """a / d in the approval panel: an exact-name rule first in the project's kep.toml."""
+    def add_rule(self, tool: str, action: str, *, tool_regex: str | None = None,
+                 args: str | None = None, label: str = "", source: str = "",
+                 expires: str = "") -> None:
+        """a / d in the approval panel: a rule first in the project's kep.toml (by default
+        the whole tool by exact name), noting the date and the call it came from."""
         file = self.ws.config.project_file
         if not trust.state_of(self.ws.config).trusted:  # its kep.toml is not applied
             self.notify(f"Not saved: {self.ws.root} is not trusted, so its kep.toml is not "
                         "applied. The answer holds for now only.", title="Approval rule",
                         severity="warning", timeout=10)
             return
+        tool_regex = tool_regex or f"^{re.escape(tool)}$"
         try:
-            config_writer.add_rule(file, f"^{re.escape(tool)}$", action)  # type: ignore[arg-type]
+            config_writer.add_rule(file, tool_regex, action, args,  # type: ignore[arg-type]
+                                   source=source, expires=expires)
             # The user's own answer: not a change for folder trust to ask about again.
-            trust.accept_rule(self.ws.root, f"^{re.escape(tool)}$", action)
+            trust.accept_rule(self.ws.root, tool_regex, action, args)
             self.ws.reconfigure(project_config.load(self.ws.root))
         except (OSError, config_types.ConfigError) as e:
             self.notify(f"Could not save the rule: {e}", severity="error", timeout=10)
             return
+        what = label or tool
         verb = "always allowed" if action == "allow" else "always denied"
-        text = f"{tool} is now {verb}: rule added to {file}"
+        text = f"{what} is now {verb}: rule added to {file}"
         if action == "allow":
             from tuiapp.security.policy import deny_rules_for
 
             still = deny_rules_for(tool, self.ws.config.approval)
             if still:
-                text = (f"{tool} is now allowed, except where a deny rule matches (deny wins): "
+                text = (f"{what} is now allowed, except where a deny rule matches (deny wins): "
                         + "; ".join(r.describe() for r in still) + f". Rule added to {file}")
-        self.notify(text, title="Approval rule", timeout=8)
+        self.notify(text, title="Approval rule", timeout=8, markup=False)  # (foreign names)
 
     def action_show_config(self) -> None:
         read = "\n".join(str(f) for f in self.ws.config.files) or "(none yet)"

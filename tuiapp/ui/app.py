@@ -121,7 +121,9 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
     def approval(self) -> ApprovalPanel:
         from tuiapp.ui.widgets.approval import ApprovalPanel
 
-        return ApprovalPanel(self.ws.root, id="approval")
+        panel = ApprovalPanel(self.ws.root, id="approval")
+        panel.grant_sink = self.apply_grant
+        return panel
 
     @cached_property
     def panes(self) -> ToolPanes:

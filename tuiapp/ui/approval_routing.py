@@ -5,18 +5,22 @@ answers (one call, the rest of a reply, a rule to remember) go back to the broke
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from textual.app import App
 
+from tuiapp.security.grants import Grant, Scope, describe_call
 from tuiapp.ui.messages import ApprovalRequested
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
+    from tuiapp.project.workspace import Workspace
     from tuiapp.ui.bridge import ApprovalBroker
     from tuiapp.ui.chat import ChatSession
     from tuiapp.ui.widgets.approval import ApprovalPanel
+    from tuiapp.vocab.messages import ToolCall
 
 
 class ApprovalRouting(App[int]):
@@ -27,9 +31,13 @@ class ApprovalRouting(App[int]):
     chat: ChatSession
     busy: bool
 
+    ws: Workspace
+
     if TYPE_CHECKING:
         def set_state(self, state: str) -> None: ...
-        def add_rule(self, tool: str, action: str) -> None: ...
+        def add_rule(self, tool: str, action: str, *, tool_regex: str | None = None,
+                     args: str | None = None, label: str = "", source: str = "",
+                     expires: str = "") -> None: ...
 
     def on_approval_requested(self, message: ApprovalRequested) -> None:
         req = message.request
@@ -67,5 +75,38 @@ class ApprovalRouting(App[int]):
         if self.busy:
             self.set_state("tools" if self.chat.running else "streaming")
 
-    def on_approval_panel_rule_requested(self, message: ApprovalPanel.RuleRequested) -> None:
-        self.add_rule(message.tool, message.action)
+    _grants_reviewed = False
+
+    async def action_quit(self) -> None:
+        """Quit; with session grants, first list them and keep the ticked ones as rules."""
+        grants = self.ws.grants.listed()
+        if not grants or self._grants_reviewed:
+            await super().action_quit()
+            return
+        from tuiapp.ui.screens.grants_review import GrantsReview
+
+        def done(keep: list[Grant] | None) -> None:
+            self._grants_reviewed = True
+            for g in keep or []:
+                expires = ""
+                if g.rule.expires_at is not None:
+                    hours = max(1, round((g.rule.expires_at - time.time()) / 3600))
+                    expires = f"{hours}h"
+                self.add_rule(g.rule.tool, g.rule.action, tool_regex=g.rule.tool,
+                              args=g.rule.args, label=g.label, source=g.call, expires=expires)
+            self.ws.grants.clear()
+            self.exit(0)
+
+        self.push_screen(GrantsReview(grants), done)
+
+    def apply_grant(self, call: ToolCall, scope: Scope, action: str, where: str) -> None:
+        """s / a / d and a digit (the panel calls this before it answers the call, so the
+        next call already meets the grant): kept for the session, or written to kep.toml."""
+        expires = f"{int(scope.expires_in // 3600)}h" if scope.expires_in else ""
+        if where == "session":
+            self.ws.grants.add(scope, action, call)  # type: ignore[arg-type]
+            self.notify(f"For this session: {action} {scope.label}", title="Approval grant",
+                        timeout=6, markup=False)
+            return
+        self.add_rule(call.name, action, tool_regex=scope.tool, args=scope.args,
+                      label=scope.label, source=describe_call(call), expires=expires)

@@ -57,6 +57,10 @@ class ApprovalBroker:
             if call_id in self._batch and not future.done():
                 future.set_result(approval)
 
+    def standing(self, call_id: str) -> Approval | None:
+        """The answer already given for a call of this reply not reached yet (Y / N)."""
+        return self._blanket if call_id in self._batch else None
+
     def in_batch(self, call_id: str) -> bool:
         return call_id in self._batch
 

@@ -159,6 +159,8 @@ class ChatSession:
             self.runner = runner = self.ws.runner(spool_id)
             self.conversation = self.ws.conversation(
                 self.provider, runner, self._ask, self.emit, self._history)
+            # "Deny all" given while later calls of the reply were not reached yet.
+            self.conversation.standing = getattr(self._approver, "standing", None)
         return self.conversation
 
     def _open_record(self) -> None:

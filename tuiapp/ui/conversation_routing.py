@@ -20,6 +20,7 @@ from tuiapp.vocab.events import (
     MessageAdded,
     RegistryChanged,
     ToolCallDecided,
+    ToolCallForeseen,
     ToolCallRequested,
     ToolCallStarted,
     ToolFinished,
@@ -130,6 +131,8 @@ class ConversationRouting(App[int]):
             self.approval.start_reply(event.message.tool_calls)
         elif isinstance(event, (ToolCallDecided, ToolFinished)):
             self.approval.settle(event)
+        elif isinstance(event, ToolCallForeseen):
+            self.approval.foresee(event)
         if isinstance(event, ToolCallStarted):
             self.set_state("tools")
         elif isinstance(event, ToolFinished) and not self.chat.running:

@@ -158,6 +158,18 @@ class ToolCallDecided(Event):
     approved: bool | None = None  # for ask: the user's answer
     reason: str = ""  # deny reason typed by the user
     edited_arguments: dict[str, Any] | None = None
+    message: str = ""  # the deny rule's deny_message
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class ToolCallForeseen(Event):
+    """What the rules say about a call of the reply before its turn comes (the calls are
+    decided one at a time, in order): the approval queue shows each call's real state.
+    The call's own ToolCallDecided, when it is reached, is what counts."""
+
+    call_id: str
+    decision: Decision
+    rule: str
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -2,14 +2,14 @@
 
 Shows the tool, where it comes from, its arguments as highlighted JSON, the rule that made
 kep ask and, when the model's reply has several calls, every one of them. Keys: y allow once ·
-n deny (optional reason, sent to the model) · a always allow · d always deny · e edit the
-arguments · Y / N all pending. Each key has a button too. Requests queue in order; the panel
-resolves each request's Future exactly once.
+n deny (optional reason, sent to the model) · s allow for this session · a always allow ·
+d always deny (s, a, d then a digit: what the grant covers) · e edit the arguments · Y / N
+all pending. Each key has a button too. Requests queue in order; the panel resolves each
+request's Future exactly once.
 
 Stray typing must never answer: the app gives the panel the keyboard only when the message box
-is not in use; keys in the first GUARD_SECONDS after a call is shown go to the message box
-instead; and the answers that write config (a, d) or cover several calls (Y, N) take a second
-press of the same key (or Enter) within CONFIRM_SECONDS.
+is not in use, and approval_keys holds the guards (no English word can write config or answer
+several calls).
 """
 
 from __future__ import annotations
@@ -31,32 +31,26 @@ from tuiapp.conversation.conversation import Approval
 from tuiapp.security.display import printable, printable_line
 from tuiapp.ui.messages import PendingApproval
 from tuiapp.ui.widgets.approval_editor import ArgsEditor, parse_arguments
+from tuiapp.ui.widgets.approval_grants import ChoiceButtons, GrantChoices
 from tuiapp.ui.widgets.approval_keys import (
     BUTTONS,
-    CONFIRMED,
     AnswerKeys,
     KeyButton,
+    KeyReader,
     fit_columns,
 )
 from tuiapp.ui.widgets.approval_queue import ReplyCalls
-from tuiapp.vocab.events import ToolCallDecided, ToolFinished
+from tuiapp.vocab.events import ToolCallDecided, ToolCallForeseen, ToolFinished
 from tuiapp.vocab.messages import ToolCall
 
 
-class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
+class ApprovalPanel(GrantChoices, AnswerKeys, Vertical, can_focus=True):
     # The answer keys are read in on_key (guard and confirmation first); these work in the
     # reason and edit modes, where a child has the keyboard.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "back", show=False),
         Binding("ctrl+s", "run_edited", "run edited", show=False),
     ]
-
-    class RuleRequested(Message):
-        """a / d: the app writes an exact-name rule to the project's kep.toml."""
-
-        def __init__(self, tool: str, action: str) -> None:
-            super().__init__()
-            self.tool, self.action = tool, action
 
     class AnsweredAll(Message):
         """Y / N: the same answer for the calls of this reply not asked about yet."""
@@ -86,7 +80,8 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
         self.reply = ReplyCalls()
         self.mode = "view"  # view | reason | edit
         self.shown_at = 0.0  # when the current call was shown (the guard counts from it)
-        self.confirming: tuple[str, float] | None = None  # (action, when its first key came)
+        self.keys = KeyReader()  # the answer keys' state (a started sequence, typing)
+        self._armed_at = 0.0  # when the started sequence began
         self.answering = False  # the user answered the call before this one from here
         self.ignored_key = False  # a key came too soon after this call appeared
         self._shown: str | None = None  # id of the call on screen
@@ -104,6 +99,8 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
         # Docked at the bottom: the answer's controls stay on screen when the rest is cut.
         with Vertical(classes="approval-footer"):
             yield Static(classes="approval-error")
+            # s / a / d: the numbered grants, kept on screen with the keys that pick them
+            yield ChoiceButtons(classes="approval-choices")
             yield Input(placeholder="Why? (sent to the model; Enter to deny, Esc to go back)",
                         classes="approval-reason")
             yield Static(classes="approval-hint")
@@ -121,10 +118,13 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
         # Every key has a button: the button's name is the action it runs. A click is
         # deliberate (no guard) but still confirms what writes config or covers several calls.
         event.stop()
-        if event.button.name in CONFIRMED:
-            self.press(event.button.name)
-        elif event.button.name:
-            getattr(self, f"action_{event.button.name}")()
+        name = event.button.name or ""
+        if name.startswith("choice-"):
+            self.grant(self.confirming or "", int(name.removeprefix("choice-")))
+        elif name in ("run_edited", "back"):
+            getattr(self, f"action_{name}")()
+        elif name:
+            self.press(name)
 
     def on_args_editor_back(self, event: ArgsEditor.Back) -> None:
         event.stop()
@@ -142,6 +142,7 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
 
 
     def on_focus(self) -> None:
+        self.keys.forwarding = False  # the keyboard is back: keys answer again
         self._hint()
 
     def on_blur(self) -> None:
@@ -190,6 +191,11 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
             else:
                 self._draw_list()
 
+    def foresee(self, event: ToolCallForeseen) -> None:
+        """What the rules will say about a call of the reply not reached yet: listed."""
+        if self.reply.foresee(event) and self.is_mounted and self.display:
+            self._draw_list()
+
     def drop_closed(self) -> None:
         """The turn ended (or was cancelled): nothing more of its reply will be asked."""
         self.reply.clear()
@@ -226,8 +232,9 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
             return
         req = self.current
         text: Content | str = ""
+        self._draw_choices()
         if req is not None and self.confirming:
-            text = Content.styled(self._confirm_text(self.confirming[0]), "bold $text-warning")
+            text = Content.styled(self._confirm_text(self.confirming), "bold $text-warning")
         elif req is not None and self.ignored_key and not self.armed:
             text = Content.styled("Key ignored: this call has only just appeared.",
                                   "$text-warning")
@@ -257,7 +264,7 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
             return  # already on screen (and perhaps half answered: a reason being typed)
         self._shown = req.call.id
         self.shown_at = time.monotonic()
-        self.confirming, self.ignored_key = None, False
+        self.keys.pending, self.ignored_key = None, False
         # The guard counts from when the call is on screen (the first one waits for the
         # JSON highlighter to load), not from when it arrived.
         self.call_after_refresh(self._on_screen, req.call.id)
@@ -304,21 +311,18 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
 
     # ---- answering --------------------------------------------------------------------
 
-    def _answer(self, approval: Approval, *, same_tool: bool = False) -> None:
+    def _answer(self, approval: Approval) -> None:
         req = self.current
         if req is None:
             return
         self.answering = self.has_focus_within
         req.resolve(approval)
-        if same_tool:  # a rule now covers the others waiting for this tool
-            for other in self.queue[1:]:
-                if other.call.name == req.call.name:
-                    other.resolve(approval)
         self._show()
 
     def _finish(self) -> None:
         self.queue.clear()
-        self._shown, self.confirming, self.answering = None, None, False
+        self._shown, self.answering = None, False
+        self.keys.reset()
         if self.display:
             self.display = False
             self.post_message(self.Done())
@@ -334,15 +338,6 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
         event.stop()
         self._answer(Approval(False, event.value.strip()))
 
-    def action_always_allow(self) -> None:
-        if req := self.current:
-            self.post_message(self.RuleRequested(req.call.name, "allow"))
-            self._answer(Approval(True), same_tool=True)
-
-    def action_always_deny(self) -> None:
-        if req := self.current:
-            self.post_message(self.RuleRequested(req.call.name, "deny"))
-            self._answer(Approval(False, "the user always denies this tool"), same_tool=True)
 
     def action_edit(self) -> None:
         if self.current is not None:
@@ -363,6 +358,17 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
     def action_back(self) -> None:
         if self.mode != "view":
             self._set_mode("view")
+
+    def batch_calls(self, action: str) -> list[ToolCall]:
+        """The calls Y / N would answer, as their hint names them: every call of the reply
+        not decided yet (N denies even those a rule would allow); Y leaves out those a rule
+        will deny (deny wins)."""
+        req = self.current
+        calls = self.reply.unsettled() if req and self.reply.has(req.call.id) else [
+            r.call for r in self.queue]
+        if action == "allow_all":
+            calls = [c for c in calls if self.reply.foreseen.get(c.id) != "deny"]
+        return calls
 
     def _answer_all(self, approval: Approval) -> None:
         self.answering = self.has_focus_within

@@ -1,6 +1,7 @@
 """The calls of one model reply, as the approval panel lists them: every call with its
-arguments and where it stands (asking, waiting, allowed, denied), so an answer that covers
-several calls (Y / N) never covers one the user has not seen."""
+arguments (as edited, when the user edited them) and where it really stands (asking, waiting
+for an answer, to be allowed or denied by a rule when its turn comes, allowed, denied), so an
+answer that covers several calls (Y / N) never covers one the user has not seen."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from collections.abc import Sequence
 from textual.content import Content
 
 from tuiapp.security.display import printable_line
-from tuiapp.vocab.events import ToolCallDecided, ToolFinished
+from tuiapp.vocab.events import ToolCallDecided, ToolCallForeseen, ToolFinished
 from tuiapp.vocab.messages import ToolCall
 
 ARGS_SHOWN = 200  # characters of a call's arguments in the list (the full JSON is above it)
+# A call not reached yet, by what the rules will say when it is.
+WAITING = {"ask": "waiting for you", "allow": "next: a rule allows it",
+           "deny": "next: a rule denies it"}
 
 
 class ReplyCalls:
@@ -22,10 +26,18 @@ class ReplyCalls:
     def __init__(self) -> None:
         self.calls: list[ToolCall] = []
         self.outcome: dict[str, str] = {}  # call id → "allowed by you", "denied by rule" …
+        self.foreseen: dict[str, str] = {}  # call id → what the rules will say: allow|ask|deny
+        self.edited: dict[str, dict] = {}  # call id → the arguments as the user edited them
 
     def start(self, calls: Sequence[ToolCall]) -> None:
         self.calls = list(calls)
-        self.outcome = {}
+        self.outcome, self.foreseen, self.edited = {}, {}, {}
+
+    def foresee(self, event: ToolCallForeseen) -> bool:
+        if not self.has(event.call_id):
+            return False
+        self.foreseen[event.call_id] = event.decision
+        return True
 
     def clear(self) -> None:
         self.start(())
@@ -38,9 +50,14 @@ class ReplyCalls:
         if not self.has(event.call_id):
             return False
         if isinstance(event, ToolCallDecided):
-            verb = "allowed" if event.approved or event.decision == "allow" else "denied"
-            by = "you" if event.decision == "ask" else "rule"
-            self.outcome[event.call_id] = f"{verb} by {by}"
+            if event.edited_arguments is not None:
+                self.edited[event.call_id] = event.edited_arguments
+            if event.decision == "ask" and event.approved is None:
+                return True  # (asked again: not settled yet)
+            allowed = event.approved if event.approved is not None else (
+                event.decision == "allow")
+            by = "you" if event.decision == "ask" or event.approved is False else "rule"
+            self.outcome[event.call_id] = f"{'allowed' if allowed else 'denied'} by {by}"
         else:  # refused before any decision (unknown tool, bad arguments), or cancelled
             self.outcome.setdefault(event.call_id, "not run" if event.status != "ok" else "ran")
         return True
@@ -53,11 +70,15 @@ class ReplyCalls:
         rows: list[Content] = []
         for i, call in enumerate(self.calls, 1):
             here = call.id == current
-            state = self.outcome.get(call.id) or ("asking" if here else "waiting")
+            state = "asking" if here else self.outcome.get(call.id) or WAITING[
+                self.foreseen.get(call.id, "ask")]
             style = "bold" if here else ("dim" if call.id in self.outcome else "")
+            edited = self.edited.get(call.id)
             rows.append(Content.assemble(
                 ("▶ " if here else "  ", "$accent"), (f"{i}/{n} ", "dim"),
-                (printable_line(call.name), style or "bold"), " ", (_arguments(call), style),
+                (printable_line(call.name), style or "bold"), " ",
+                ("edited by you " if edited is not None else "", "$text-warning"),
+                (_arguments(call, edited), style),
                 ("  " + state, "$text-warning" if here else "dim")))
         return Content("\n").join(rows)
 
@@ -65,8 +86,9 @@ class ReplyCalls:
         return next((i for i, c in enumerate(self.calls) if c.id == call_id), 0)
 
 
-def _arguments(call: ToolCall) -> str:
-    text = json.dumps(call.arguments, ensure_ascii=False)  # (C0 controls come out escaped)
+def _arguments(call: ToolCall, edited: dict | None = None) -> str:
+    # (C0 controls come out escaped)
+    text = json.dumps(call.arguments if edited is None else edited, ensure_ascii=False)
     if len(text) > ARGS_SHOWN:
         text = f"{text[:ARGS_SHOWN]}… ({len(text) - ARGS_SHOWN:,} more characters)"
     return printable_line(text)  # C1 controls, DEL and bidi controls do not

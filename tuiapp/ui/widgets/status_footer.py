@@ -18,7 +18,7 @@ KEYS: dict[str, tuple[tuple[str, str, str], ...]] = {
                   ("ctrl+p", "commands", "app.command_palette")),
     "tools": (("esc", "cancel tools", "app.interrupt"), ("ctrl+t", "panes", "app.toggle_panes"),
               ("ctrl+p", "commands", "app.command_palette")),
-    "approval": (("y", "allow", ""), ("n", "deny", ""), ("a a", "always", ""),
+    "approval": (("y", "allow", ""), ("n", "deny", ""), ("s/a + digit", "session/always", ""),
                  ("e", "edit", ""), ("Y Y/N N", "all", ""), ("esc", "message box", "")),
     "error": (("ctrl+r", "retry", "app.retry"), ("enter", "send", ""),
               ("ctrl+p", "commands", "app.command_palette")),

@@ -83,6 +83,7 @@ class ToolCallBlock(Vertical):
         if self._edited is not None:
             self.query_one(".tool-title", Static).update(Content.assemble(
                 (printable_line(self.call.name), "bold"), "  ",
+                ("edited by you ", "bold $text-warning"),
                 (compact_arguments(self._edited), "dim")))
         meta = self._meta or LABELS.get(self.status, "")
         self.query_one(".tool-meta", Static).update(meta)
@@ -105,8 +106,11 @@ class ToolCallBlock(Vertical):
             else:
                 self._detail = "denied by you" + (f": {event.reason}" if event.reason else "")
         else:
-            self._detail = f"{'allowed' if event.decision == 'allow' else 'denied'}: {event.rule}"
-        self._edited = event.edited_arguments
+            said = f"{event.message} · " if event.message else ""
+            verb = "allowed" if event.decision == "allow" else "denied"
+            self._detail = f"{verb}: {said}{event.rule}"
+        if event.edited_arguments is not None:  # a later event without them changes nothing
+            self._edited = event.edited_arguments
         self._refresh_text()
 
     def queued(self) -> None:

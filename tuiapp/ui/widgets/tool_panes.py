@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import ClassVar, cast
+from typing import Any, ClassVar, cast
 
 from textual import on
 from textual.app import ComposeResult
@@ -130,16 +130,28 @@ class ToolPane(TabPane):
                 pass  # the tab is still being added; _activate() labels it
 
 
+    def show_edited(self, arguments: dict[str, Any]) -> None:
+        """The user edited the arguments: the header shows what really runs."""
+        self._args = _args_content_of(self.state.name, arguments, edited=True)
+        for header in self.query(".tool-pane--args"):
+            cast(Static, header).update(self._args)
+
+
 def _args_content(event: ToolCallRequested) -> Content:
     call = event.call
     if call.arguments_error:
-        args: tuple[str, str] = (printable(call.arguments_error), "$text-error")
-    else:
-        text = json.dumps(call.arguments, ensure_ascii=False)
-        if len(text) > ARGS_SHOWN:
-            text = text[:ARGS_SHOWN] + "…"
-        args = (printable_line(text), "$text-muted")
-    return Content.assemble((printable_line(call.name), "bold"), " ", args)
+        return Content.assemble((printable_line(call.name), "bold"), " ",
+                                (printable(call.arguments_error), "$text-error"))
+    return _args_content_of(call.name, call.arguments)
+
+
+def _args_content_of(name: str, arguments: dict[str, Any], edited: bool = False) -> Content:
+    text = json.dumps(arguments, ensure_ascii=False)
+    if len(text) > ARGS_SHOWN:
+        text = text[:ARGS_SHOWN] + "…"
+    mark = ("edited by you ", "bold $text-warning") if edited else ""
+    return Content.assemble((printable_line(name), "bold"), " ", mark,
+                            (printable_line(text), "$text-muted"))
 
 
 class ToolPanes(Widget):
@@ -251,6 +263,8 @@ class ToolPanes(Widget):
             return True
         if isinstance(event, ToolCallDecided):
             pane = self._panes.get(event.call_id)
+            if pane and event.edited_arguments is not None:
+                pane.show_edited(event.edited_arguments)
             if pane and (event.decision == "deny" or event.approved is False):
                 pane.state.status = "denied"
                 pane.refresh_status()

@@ -1,0 +1,55 @@
+"""`kep rules ACTION`: the approval rules as text. `test TOOL '{json}'`: the verdict the rules
+give that call and the rule that decides it; exit 0 allow, 1 ask, 2 deny, 3 bad input or a
+config that does not load (a rule's failing `match` example, say)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+
+EXIT = {"allow": 0, "ask": 1, "deny": 2}
+BAD_INPUT = 3
+
+
+def main(args: argparse.Namespace) -> int:
+    actions: dict[str, Callable[[argparse.Namespace], int]] = {"test": test}
+    return actions[args.rules_command](args)
+
+
+def _bad(text: str) -> int:
+    from tuiapp.security.display import printable_line
+
+    print(f"kep: {printable_line(text)}", file=sys.stderr)
+    return BAD_INPUT
+
+
+def test(args: argparse.Namespace) -> int:
+    from tuiapp.commands._common import load_config
+    from tuiapp.security import policy
+    from tuiapp.security.display import printable_line
+    from tuiapp.vocab.messages import ToolCall
+
+    try:
+        arguments = json.loads(args.arguments)
+    except RecursionError:
+        return _bad("arguments are nested too deeply")
+    except json.JSONDecodeError as e:
+        return _bad(f"arguments are not valid JSON: {e.msg} at line {e.lineno} col {e.colno}")
+    if not isinstance(arguments, dict):
+        return _bad('arguments must be a JSON object, e.g. \'{"cmd": "git status"}\'')
+    try:
+        cfg = load_config(args)
+    except SystemExit as e:  # (the config's own one-line message is already printed)
+        return BAD_INPUT if e.code == 2 else int(e.code or 0)
+    call = ToolCall("test", args.tool, arguments, args.arguments)
+    import os
+
+    # The tool itself is not discovered (that would run project code): kep's default for its
+    # own read-only built-ins does not show here.
+    verdict = policy.decide(call, cfg.approval, os.environ, spec=None)
+    print(f"{verdict.action}: {printable_line(verdict.rule)}")
+    if verdict.message:
+        print(f"  message: {printable_line(verdict.message)}")
+    return EXIT[verdict.action]
