@@ -80,7 +80,8 @@ async def run_process(
     try:
         try:
             proc = await Proc.spawn(
-                inv.argv, cwd=inv.cwd or config.project_root, env=env, stdin=inv.stdin
+                inv.argv, cwd=inv.cwd or config.project_root, env=env, stdin=inv.stdin,
+                tool=spec.name, call_files=[out_file] if out_file is not None else [],
             )
         except OSError as e:
             return (

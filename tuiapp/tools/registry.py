@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from tuiapp import paths, trust
 from tuiapp.config_types import Config
 from tuiapp.core import secrets
+from tuiapp.security.sandbox import spawn as sandbox_spawn
 from tuiapp.tools.cache import DeclarationCache, Key, key_matches, stat_key
 from tuiapp.tools.formats.base import FormatContext, Lister, ToolFormat, ToolLoadError
 from tuiapp.tools.model import BrokenTool, ToolSpec
@@ -98,6 +99,7 @@ class Registry:
 
             formats = default_formats()
         self.config = config
+        sandbox_spawn.use_config(config)
         self.formats = formats
         self.cache = cache or DeclarationCache()
         self._files: dict[tuple[str, str], _File] = {}  # (format, path) → state
@@ -157,6 +159,7 @@ class Registry:
     def reconfigure(self, config: Config) -> None:
         """New settings (roots, timeouts, built-ins on/off) apply from the next refresh()."""
         self.config = config
+        sandbox_spawn.use_config(config)
 
     # ---- changes -------------------------------------------------------------------------
 

@@ -1,0 +1,194 @@
+"""The one place kep starts a process. Every child (tool calls, listers, the fork server, MCP
+stdio servers, `.prompt` `.cmd` calls, workbench runs) is started here, wrapped by the sandbox
+mechanism with its resolved profile. Two children are started unconfined, on purpose and by
+name: kep's own watchdog (it must see and kill what kep started) and the user's editor (the
+user's own action on a tool's source). tests/unit/test_one_spawner.py fails if any other
+module starts a process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from tuiapp.config_types import Config, SandboxConfig
+from tuiapp.security.sandbox import profile as profiles
+from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
+from tuiapp.security.sandbox.bubblewrap import Bubblewrap
+from tuiapp.security.sandbox.none import NoSandbox
+
+Kind = Literal["tool", "lister", "forkserver", "mcp"]
+Unconfined = Literal["watchdog", "editor"]
+
+
+class SandboxRequired(OSError):
+    """`[sandbox] required = true` and the walls cannot be built here: nothing is started."""
+
+
+@dataclass
+class _State:
+    settings: SandboxConfig
+    root: Path | None = None
+    tool_dirs: tuple[str, ...] = ()
+    dotenvs: list[Path] | None = None
+    mechanism: Mechanism | None = None
+    warned: bool = False
+
+
+_state = _State(SandboxConfig())
+# Where the one-line notices go (the CLI prints them; tests collect them).
+notice: Callable[[str], None] = lambda line: print(f"kep: {line}", file=sys.stderr)  # noqa: E731
+
+
+def configure(settings: SandboxConfig, root: Path | None, tool_dirs: Sequence[str] = ()) -> None:
+    """The opened project's `[sandbox]` (already trust-gated) and root."""
+    _state.settings = settings
+    _state.root = Path(os.path.realpath(root)) if root is not None else None
+    _state.tool_dirs = tuple(tool_dirs)
+    _state.dotenvs = None  # searched again on next use
+
+
+def use_config(config: Config) -> None:
+    """configure() from a loaded Config (the registry and the runner call it)."""
+    dirs = (*config.tools.dirs, *(src.path for src in config.tools.sources))
+    if (_state.settings is config.sandbox and _state.root is not None
+            and _state.root == Path(os.path.realpath(config.project_root))
+            and _state.tool_dirs == dirs):
+        return  # unchanged: keep the `.env` search done already
+    configure(config.sandbox, config.project_root, dirs)
+
+
+def settings() -> SandboxConfig:
+    return _state.settings
+
+
+def mechanism() -> Mechanism:
+    """The mechanism in use, probed once per process."""
+    if _state.mechanism is not None:
+        return _state.mechanism
+    if os.environ.get("KEP_SANDBOX_MECHANISM") == "none":  # tests of the fallback
+        mech: Mechanism = NoSandbox("turned off for this process (KEP_SANDBOX_MECHANISM=none)")
+    elif not sys.platform.startswith("linux"):
+        mech = NoSandbox(f"no sandbox mechanism for {sys.platform} yet")
+    else:
+        bw = Bubblewrap()
+        why = bw.missing() or _probe(bw)
+        mech = NoSandbox(why) if why else bw
+    _state.mechanism = mech
+    return mech
+
+
+def _probe(mech: Mechanism) -> str | None:
+    argv = mech.probe_argv()
+    if not argv:
+        return None
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"{mech.name} cannot run here: {e}"
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.decode(errors="replace").strip().splitlines()
+    return (f"{mech.name} cannot make its namespaces here (are unprivileged user namespaces "
+            f"turned off?): {lines[-1] if lines else f'exit {done.returncode}'}")
+
+
+def status_line() -> str | None:
+    """One line when tools run without walls (said once, at start), else None."""
+    if not _state.settings.enabled:
+        return "sandbox: off ([sandbox] enabled = false): tools run without the kernel walls"
+    why = mechanism().missing()
+    if why is None:
+        return None
+    if _state.settings.required:
+        return f"sandbox: unavailable, and [sandbox] required = true: no tool will run ({why})"
+    return f"sandbox: unavailable, tools run without the kernel walls: {why}"
+
+
+def _warn_once() -> None:
+    if not _state.warned:
+        _state.warned = True
+        line = status_line()
+        if line:
+            notice(line)
+
+
+def profile_for(cwd: Path | str | None, *, tool: str | None = None, server: str | None = None,
+                call_files: Sequence[Path] = ()) -> Profile:
+    """The profile of one child started in `cwd`. The root is the opened project's when `cwd`
+    lies inside it, else `cwd` itself (a child kep starts elsewhere gets that folder)."""
+    here = Path(os.path.realpath(cwd if cwd is not None else os.getcwd()))
+    root = _state.root
+    if root is None or not (here == root or root in here.parents):
+        root, dotenvs = here, None
+    else:
+        if _state.dotenvs is None:
+            _state.dotenvs = profiles.dotenv_files(root)
+        dotenvs = _state.dotenvs
+    return profiles.resolve(_state.settings, root, tool=tool, server=server,
+                            tool_dirs=_state.tool_dirs, call_files=tuple(call_files),
+                            dotenvs=dotenvs)
+
+
+def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, str] | None,
+            kind: Kind, tool: str | None = None, server: str | None = None,
+            call_files: Sequence[Path] = ()) -> Wrapped:
+    """The command and environment that run `argv` behind the walls. Raises SandboxRequired
+    when they cannot be built and the settings require them."""
+    _warn_once()
+    if not _state.settings.enabled:
+        return Wrapped(list(argv), dict(env) if env is not None else None)
+    mech = mechanism()
+    if mech.missing() is not None:
+        if _state.settings.required:
+            raise SandboxRequired(f"sandbox required but unavailable: {mech.missing()}")
+        return Wrapped(list(argv), dict(env) if env is not None else None)
+    prof = profile_for(cwd, tool=tool, server=server, call_files=call_files)
+    return mech.wrap(prof, argv, env, Path(cwd) if cwd is not None else None)
+
+
+# ---- the starters: each wraps, then starts ---------------------------------------------------
+
+
+async def exec_protocol(loop: asyncio.AbstractEventLoop, factory: Callable[[], Any],
+                        argv: Sequence[str], *, cwd: Path | str | None,
+                        env: Mapping[str, str] | None, kind: Kind, tool: str | None = None,
+                        call_files: Sequence[Path] = (), **kw: Any) -> Any:
+    """loop.subprocess_exec behind the walls (tool calls and listers, tools/proc.py)."""
+    w = prepare(argv, cwd=cwd, env=env, kind=kind, tool=tool, call_files=call_files)
+    return await loop.subprocess_exec(factory, *w.argv, cwd=cwd, env=w.env, **kw)
+
+
+async def create_exec(argv: Sequence[str], *, cwd: Path | str | None,
+                      env: Mapping[str, str] | None, kind: Kind, **kw: Any
+                      ) -> asyncio.subprocess.Process:
+    """asyncio.create_subprocess_exec behind the walls (the fork server)."""
+    w = prepare(argv, cwd=cwd, env=env, kind=kind)
+    return await asyncio.create_subprocess_exec(*w.argv, cwd=cwd, env=w.env, **kw)
+
+
+async def open_process(argv: Sequence[str], *, cwd: Path | str | None,
+                       env: Mapping[str, str] | None, server: str | None = None,
+                       **kw: Any) -> Any:
+    """anyio.open_process behind the walls (MCP stdio servers)."""
+    import anyio
+
+    w = prepare(argv, cwd=cwd, env=env, kind="mcp", server=server)
+    return await anyio.open_process(w.argv, cwd=cwd, env=w.env, **kw)
+
+
+def popen_unconfined(argv: Sequence[str], why: Unconfined, **kw: Any) -> subprocess.Popen[bytes]:
+    """A child that must stay outside the walls, named by why (see the module docstring)."""
+    return subprocess.Popen(argv, **kw)
+
+
+def run_unconfined(argv: Sequence[str], why: Unconfined, **kw: Any
+                   ) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(argv, check=False, **kw)
