@@ -42,11 +42,11 @@ def offences(path: Path) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             top = node.module.split(".")[0]
             names = {a.name for a in node.names}
-            if top in STARTERS and names & STARTERS[top] or top in MODULES:
+            if (top in STARTERS and names & STARTERS[top]) or top in MODULES:
                 found.append(f"from {node.module} import {', '.join(sorted(names))}")
         elif isinstance(node, ast.Attribute):
             base = node.value.id if isinstance(node.value, ast.Name) else None
-            if base in STARTERS and node.attr in STARTERS[base] or node.attr in METHODS:
+            if (base in STARTERS and node.attr in STARTERS[base]) or node.attr in METHODS:
                 found.append(f"{base or '…'}.{node.attr}")
     shown = path.relative_to(PKG.parent) if PKG.parent in path.parents else path
     return [f"{shown}:{what}" for what in found]
@@ -55,9 +55,7 @@ def offences(path: Path) -> list[str]:
 def _annotations(tree: ast.AST) -> list[ast.AST]:
     out: list[ast.AST] = []
     for n in ast.walk(tree):
-        if isinstance(n, ast.AnnAssign):
-            out.append(n.annotation)
-        elif isinstance(n, ast.arg) and n.annotation is not None:
+        if isinstance(n, ast.AnnAssign) or (isinstance(n, ast.arg) and n.annotation is not None):
             out.append(n.annotation)
         elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.returns is not None:
             out.append(n.returns)

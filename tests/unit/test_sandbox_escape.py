@@ -70,7 +70,6 @@ async def call(project: Path, body: str, **tools: Any) -> str:
     "ln .env hard 2>/dev/null; cat hard",
     "mv .env visible.txt; cat visible.txt",
     "cp -r {sshdir} copy 2>/dev/null; cat copy/*",
-    "cd /proc/1/cwd && cat .env",
 ])
 async def test_hidden_files_stay_hidden(project: Path, secrets_around: dict[str, Path],
                                         how: str) -> None:
@@ -100,6 +99,8 @@ async def test_writes_outside_the_allowed_places_are_refused(project: Path,
                                                              target: str) -> None:
     (project / ".git" / "hooks").mkdir(parents=True)
     (project / "kep.toml").write_text("")
+    Path(os.environ["KEP_CONFIG_DIR"]).mkdir(parents=True, exist_ok=True)
+    Path(os.environ["KEP_CONFIG_DIR"], "config.toml").write_text("")
     path_text = target.format(home=os.environ["HOME"], config=os.environ["KEP_CONFIG_DIR"])
     path = (project / path_text).resolve() if not path_text.startswith("/") else Path(path_text)
     before = path.read_text() if path.exists() else None
@@ -200,7 +201,7 @@ async def test_no_socket_reaches_the_host(project: Path, listeners: dict[str, An
 async def test_processes_outside_cannot_be_signalled_or_traced(project: Path) -> None:
     outside = subprocess.Popen(["sleep", "60"])  # stands for kep's watchdog, or another tool
     try:
-        out = await call(project, f"kill -9 {outside.pid} {os.getpid()} 2>&1;" + py(
+        out = await call(project, f"kill -9 {outside.pid} 2>&1;" + py(
             "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
             f"r = libc.ptrace(0x4206, {os.getpid()}, 0, 0)\n"  # PTRACE_SEIZE: never stops kep
             f"print('seized' if r == 0 else 'refused')\n"
@@ -231,8 +232,8 @@ async def test_nothing_the_call_started_outlives_it(project: Path, start: str) -
 async def test_a_fork_loop_ends_with_the_call(project: Path) -> None:
     """Fork loop bounded by the test: 2 s of forking, then the call ends."""
     beat = project / "forks"
-    body = (f"( end=$(($(date +%s)+2)); while [ $(date +%s) -lt $end ]; do "
-            f"( echo x >> {beat}; sleep 5 ) & sleep 0.01; done ) & sleep 0.5; echo done")
+    body = (f"setsid sh -c 'end=$(($(date +%s)+2)); while [ $(date +%s) -lt $end ]; do "
+            f"( echo x >> {beat}; sleep 5 ) & sleep 0.01; done' & sleep 0.5; echo done")
     await call(project, body)
     time.sleep(0.4)
     size = beat.stat().st_size if beat.exists() else 0

@@ -30,6 +30,13 @@ class Profile:
     required: bool = False
     notes: tuple[str, ...] = field(default=(), compare=False)
 
+    def summary(self) -> str:
+        """One line: what a run may touch (`kep sandbox -- CMD`)."""
+        writable = ", ".join(str(p) for p in (self.root, *self.writable))
+        net = "on" if self.network == "on" else "none"
+        return (f"writable: {writable}, a private /tmp; {len(self.hidden)} paths hidden; "
+                f"network: {net}")
+
     def describe(self) -> list[str]:
         """The profile as lines of text (`kep sandbox --explain`)."""
         net = self.network if isinstance(self.network, str) else ", ".join(self.network)
@@ -41,7 +48,13 @@ class Profile:
         lines += [f"read-only inside the root: {p}" for p in self.readonly]
         lines += [f"hidden: {p}" for p in self.hidden]
         lines += [f"hidden (host service sockets): {p}" for p in self.hidden_sockets]
-        lines.append(f"network: {net}")
+        if self.network == "on":
+            lines.append("network: on (the host's network)")
+        else:
+            # "ask" and host lists need kep's network proxy, which this version does not have
+            # yet: until then they mean no network at all, never more than asked for.
+            lines.append(f"network: none ([sandbox] network = {net}: every socket to "
+                         "anything outside the sandbox is refused)")
         lines.append("processes: a PID namespace of its own; everything in it ends with the call")
         return lines
 

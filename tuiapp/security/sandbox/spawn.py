@@ -150,8 +150,61 @@ def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, st
         if _state.settings.required:
             raise SandboxRequired(f"sandbox required but unavailable: {mech.missing()}")
         return Wrapped(list(argv), dict(env) if env is not None else None)
+    _precheck(argv, env, cwd)
     prof = profile_for(cwd, tool=tool, server=server, call_files=call_files)
     return mech.wrap(prof, argv, env, Path(cwd) if cwd is not None else None)
+
+
+def active() -> bool:
+    """True when children run behind the walls."""
+    return _state.settings.enabled and mechanism().missing() is None
+
+
+def walls_hit(text: str, *, cwd: Path | str | None, tool: str | None = None) -> list[str]:
+    """The walls a call that printed `text` ran into (none when there are no walls)."""
+    if not active() or not text:
+        return []
+    from tuiapp.security.sandbox import denials
+
+    return denials.explain(text, profile_for(cwd, tool=tool),
+                           Path(cwd) if cwd is not None else None)
+
+
+def _precheck(argv: Sequence[str], env: Mapping[str, str] | None,
+              cwd: Path | str | None) -> None:
+    """Raise what exec would for a command that cannot start (ENOENT, EACCES, ENOEXEC): inside
+    the walls it would fail in the mechanism's own exec, as a run that printed an error."""
+    import errno
+    import shutil
+
+    if cwd is not None and not os.path.isdir(cwd):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(cwd))
+    if not argv:
+        raise FileNotFoundError(errno.ENOENT, "no command")
+    name = argv[0]
+    if "/" in name:
+        path = name if os.path.isabs(name) or cwd is None else os.path.join(cwd, name)
+    else:
+        found = shutil.which(name, path=(env or os.environ).get("PATH", os.defpath))
+        if found is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+        path = found
+    if not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError as e:
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name) from e
+    if head.startswith(b"\x7fELF"):
+        return
+    if not head.startswith(b"#!"):
+        raise OSError(errno.ENOEXEC, os.strerror(errno.ENOEXEC), name)
+    interp = head[2:].split(b"\n", 1)[0].strip().split()
+    if not interp or not os.path.exists(interp[0]):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
 
 
 # ---- the starters: each wraps, then starts ---------------------------------------------------
