@@ -193,8 +193,11 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
             raise ConfigError(file, f"mcp.servers.{name}", "needs command or url")
 
     ur = r.sub("ui")
+    sandbox = _sandbox(r.sub("sandbox"))
+    off = ([f"{file}: [sandbox] enabled = false: tools run without the kernel walls"]
+           if not sandbox.enabled else [])
     return Config(
-        sandbox=_sandbox(r.sub("sandbox")),
+        sandbox=sandbox,
         model=r.get("model", str),
         theme=r.get("theme", str, "dark"),
         max_steps=int(positive_number(r, "max_steps", 25)),
@@ -207,7 +210,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         system_prompt=r.get("system_prompt", str),
         project_root=project_root,
         raw=dict(data),
-        warnings=tuple(r.unknown_keys()),
+        warnings=tuple([*r.unknown_keys(), *off]),
     )
 
 

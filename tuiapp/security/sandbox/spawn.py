@@ -113,7 +113,8 @@ def status_line() -> str | None:
 
 
 def _warn_once() -> None:
-    if not _state.warned:
+    """The mechanism is missing: said once (`enabled = false` is a config warning)."""
+    if not _state.warned and _state.settings.enabled:
         _state.warned = True
         line = status_line()
         if line:
