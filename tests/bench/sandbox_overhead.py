@@ -40,12 +40,12 @@ def children_cpu() -> float:
 
 async def calls(root: Path, n: int, walls: bool) -> tuple[float, float]:
     """(median wall s, mean children CPU s) per call."""
-    from tuiapp import config
-    from tuiapp.core.messages import ToolCall
     from tuiapp.security.sandbox import spawn
     from tuiapp.security.sandbox.none import NoSandbox
-    from tuiapp.tools.model import ToolSpec
+    from tuiapp.settings import config
     from tuiapp.tools.runner import Runner
+    from tuiapp.vocab.messages import ToolCall
+    from tuiapp.vocab.tool_specs import ToolSpec
 
     saved = spawn._state.mechanism
     if not walls:
@@ -98,7 +98,7 @@ def main() -> None:
                "KEP_DATA_DIR": str(home / "data"), "KEP_CACHE_DIR": str(home / "cache"),
                "KEP_STATE_DIR": str(home / "state"), "XDG_CACHE_HOME": str(home / ".cache")}
         os.environ.update(env)
-        from tuiapp import trust
+        from tuiapp.security import trust
         from tuiapp.security.sandbox import spawn
 
         root = make_project(tmp / "proj", a.tools // 2, a.tools - a.tools // 2)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tuiapp import paths
-from tuiapp.config_types import SandboxConfig, SandboxRule
 from tuiapp.security import hidden as hidden_list
 from tuiapp.security.sandbox.base import Network, Profile
+from tuiapp.settings import paths
+from tuiapp.settings.config_types import SandboxConfig, SandboxRule
 
 # Inside the root, kept read-only: what kep or git reads as code or rules, so a tool cannot
 # plant a hook, a rule, a new tool or a prompt. `.envrc` is run by direnv on `cd`.

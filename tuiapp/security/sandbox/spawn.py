@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from tuiapp.config_types import Config, SandboxConfig
 from tuiapp.security.sandbox import profile as profiles
 from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
 from tuiapp.security.sandbox.bubblewrap import Bubblewrap
 from tuiapp.security.sandbox.none import NoSandbox
+from tuiapp.settings.config_types import Config, SandboxConfig
 
 Kind = Literal["tool", "lister", "forkserver", "mcp"]
 Unconfined = Literal["watchdog", "editor"]
