@@ -168,3 +168,26 @@ def test_kep_forkserver_0_turns_it_off(
         return started
 
     assert asyncio.run(go()) is False
+
+
+def test_a_checkouts_stdlib_namesake_is_not_imported_by_the_server(tmp_path: Path) -> None:
+    """The server starts with -I: a project's base64.py (or json.py, selectors.py) in its cwd
+    is never imported in place of the real module (issue 24: it read kep's key)."""
+    for name in ("base64", "json", "selectors"):
+        (tmp_path / f"{name}.py").write_text(
+            "import os\nopen(os.path.join(os.getcwd(), 'PWNED'), 'a').write(__name__)\n")
+    scripts = write_scripts(tmp_path / "fn", ["ok", "exit3", "identity"])
+
+    async def go() -> ProcResult:
+        lister = ForkingLister(tmp_path, {**os.environ, "EXPECT_CWD": str(tmp_path)})
+        await lister.prepare(list(scripts.values()), 10.0)
+        try:
+            assert lister._servers, "the fork server did not start"
+            return await lister([str(scripts["ok"]), "--list-functions"], timeout=10,
+                                cwd=tmp_path, env=lister.env)
+        finally:
+            await lister.close()
+
+    res = asyncio.run(go())
+    assert res.exit_code == 0
+    assert not (tmp_path / "PWNED").exists()
