@@ -22,9 +22,15 @@ class Profile:
     readonly: tuple[Path, ...] = ()  # inside root, kept read-only (.git, kep.toml, tool folders)
     hidden: tuple[Path, ...] = ()  # replaced by an empty folder or an empty file
     writable: tuple[Path, ...] = ()  # more writable paths (config, or one call's output file)
+    # Tool folders configured outside the root: read-only, and shown even where the sandbox
+    # has its own (a tool source under /tmp).
+    visible: tuple[Path, ...] = ()
     network: Network = "off"
     cache: Path | None = None  # a private writable folder for runtimes' caches (npm, pip, …)
     call_files: tuple[Path, ...] = ()  # files kep made for this one call ($LLM_OUTPUT)
+    # The shared network namespace to join (its holder's pid) and this call's proxy URL;
+    # None: a namespace of its own with nothing in it but loopback.
+    proxy: tuple[int, str] | None = None
     hidden_sockets: tuple[Path, ...] = (Path("/run"), Path("/var/run"))  # host services
     enabled: bool = True
     required: bool = False
@@ -78,6 +84,12 @@ class Mechanism(ABC):
     def wrap(self, profile: Profile, argv: Sequence[str], env: Mapping[str, str] | None,
              cwd: Path | None) -> Wrapped:
         """`argv` run under `profile`."""
+
+    def holder_argv(self, argv: Sequence[str], sock_dir: str, info_fd: int
+                    ) -> list[str] | None:
+        """`argv` (the bridge) in a network namespace of its own that calls can join; None
+        where the mechanism has none."""
+        return None
 
     def probe_argv(self) -> list[str] | None:
         """A command that exits 0 only when the mechanism really works here (run once)."""

@@ -45,6 +45,7 @@ class Bubblewrap(Mechanism):
 
     def __init__(self, binary: str | None = None) -> None:
         self.binary = binary or shutil.which("bwrap")
+        self.nsenter = shutil.which("nsenter")
         self._missing: str | None = None
         self._checked = False
 
@@ -59,6 +60,16 @@ class Bubblewrap(Mechanism):
             self._missing = "this kernel has no user namespaces"
         return self._missing
 
+    def holder_argv(self, argv: Sequence[str], sock_dir: str, info_fd: int
+                    ) -> list[str] | None:
+        if not self.nsenter:
+            return None
+        assert self.binary is not None
+        return [self.binary, "--unshare-user", "--unshare-net", "--unshare-pid",
+                "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+                "--bind", sock_dir, sock_dir, "--info-fd", str(info_fd), "--", *argv]
+
     def probe_argv(self) -> list[str] | None:
         assert self.binary is not None
         return [self.binary, "--unshare-user", "--unshare-pid", "--unshare-net",
@@ -71,13 +82,21 @@ class Bubblewrap(Mechanism):
         args = [self.binary, "--unshare-user", "--unshare-pid", "--unshare-ipc",
                 "--unshare-uts", "--unshare-cgroup-try", "--disable-userns", "--cap-drop", "ALL",
                 "--die-with-parent", "--new-session"]
-        if profile.network != "on":
+        if profile.proxy is not None:
+            # Join the shared namespace where the bridge to kep's proxy listens (a namespace
+            # per call would cost its creation every time, and could hold no bridge).
+            args = [self.nsenter or "nsenter", "--user", "--net", "-t", str(profile.proxy[0]),
+                    "--preserve-credentials", "--", *args]
+        elif profile.network != "on":
             args.append("--unshare-net")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         for sock in profile.hidden_sockets:
             if sock.is_dir() and not sock.is_symlink():
                 args += ["--tmpfs", str(sock)]
         root = profile.root
+        for v in profile.visible:
+            if v.exists():
+                args += ["--ro-bind", str(v), str(v)]
         args += ["--bind", str(root), str(root)]
         for w in profile.writable:
             if w.exists():
@@ -96,6 +115,12 @@ class Bubblewrap(Mechanism):
             elif h.exists() or h.is_symlink():
                 args += ["--ro-bind", "/dev/null", str(h)]
         out_env = dict(os.environ if env is None else env)
+        if profile.proxy is not None:
+            url = profile.proxy[1]
+            for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+                out_env[var] = url
+            for var in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+                out_env.pop(var, None)
         if profile.cache is not None:
             with_cache = _ensure_dir(profile.cache)
             if with_cache:

@@ -77,10 +77,13 @@ def resolve(settings: SandboxConfig, root: Path, *, tool: str | None = None,
         writable += rule.writable
         extra_hidden += rule.hidden
     readonly = [root / n for n in READONLY_NAMES]
+    visible = []
     for d in tool_dirs:
         p = _abs(d, root)
         if p != root and root in p.parents:
             readonly.append(p)
+        elif p != root and p != Path("/"):
+            visible.append(p)
     hidden = [Path(os.path.realpath(p)) for p in hidden_list.hidden_paths(extra_hidden)]
     hidden += dotenvs if dotenvs is not None else dotenv_files(root)
     return Profile(
@@ -88,6 +91,7 @@ def resolve(settings: SandboxConfig, root: Path, *, tool: str | None = None,
         readonly=tuple(dict.fromkeys(readonly)),
         hidden=tuple(dict.fromkeys(hidden)),
         writable=tuple(dict.fromkeys(_abs(w, root) for w in writable)),
+        visible=tuple(dict.fromkeys(visible)),
         network=network,
         cache=private_cache(),
         call_files=call_files,

@@ -9,6 +9,8 @@ module starts a process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import os
 import subprocess
 import sys
@@ -39,6 +41,13 @@ class _State:
     dotenvs: list[Path] | None = None
     mechanism: Mechanism | None = None
     warned: bool = False
+    asker: Any = None
+    proxy: Any = None  # proxy.Proxy once the network namespace is up
+    proxy_loop: Any = None
+    holder: subprocess.Popen[bytes] | None = None
+    holder_pid: int = 0
+    port: int = 0
+    net_failed: str | None = None  # why the shared network could not be set up
 
 
 _state = _State(SandboxConfig())
@@ -121,6 +130,92 @@ def _warn_once() -> None:
             notice(line)
 
 
+def needs_proxy(settings: SandboxConfig) -> bool:
+    """Does any child's profile let it reach the network through kep (ask or a host list)?"""
+    nets = [settings.network, *(r.network for r in (*settings.tools.values(),
+                                                    *settings.servers.values()))]
+    return any(n is not None and n not in ("off", "on") for n in nets)
+
+
+def set_network_asker(asker: Any) -> None:
+    """Who answers "may this tool reach this host?" (the TUI's panel, `kep run --yes`)."""
+    _state.asker = asker
+    if _state.proxy is not None:
+        _state.proxy.asker = asker
+
+
+async def _ensure_network() -> None:
+    """Start kep's proxy and the shared namespace holding the bridge, once, when needed."""
+    loop = asyncio.get_running_loop()
+    if _state.proxy is not None and (_state.proxy_loop is not loop or not _holder_alive()):
+        stop_network()  # a new event loop (a test, `kep sandbox`): the old server is gone
+    if (_state.proxy is not None or _state.net_failed or not _state.settings.enabled
+            or not needs_proxy(_state.settings) or mechanism().missing() is not None):
+        return
+    from tuiapp.security.sandbox import bridge
+    from tuiapp.security.sandbox.proxy import Proxy
+
+    proxy = Proxy()
+    proxy.asker = _state.asker
+    port = 20000 + int.from_bytes(os.urandom(2), "big") % 40000
+    info_r, info_w = os.pipe()
+    argv = mechanism().holder_argv([sys.executable, "-I", "-S", bridge.__file__, str(port),
+                                    proxy.path], proxy.dir, info_w)
+    if argv is None:
+        os.close(info_r)
+        os.close(info_w)
+        _state.net_failed = f"{mechanism().name} cannot hold a shared network namespace"
+        return
+    try:
+        await proxy.start()
+        # kep's own helper: the bridge in the namespace every call with network joins
+        holder = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, pass_fds=(info_w,),
+                                  start_new_session=True, close_fds=True)
+        os.close(info_w)
+        info = await asyncio.to_thread(_read_info, info_r, holder)
+        if info is None:
+            raise OSError("the network namespace did not come up")
+        _state.holder, _state.holder_pid, _state.port = holder, info, port
+        _state.proxy, _state.proxy_loop = proxy, loop
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.close(info_w)
+        _state.net_failed = f"no network through kep: {e}"
+        notice(f"sandbox: {_state.net_failed}; tools get no network")
+        await proxy.close()
+
+
+def _read_info(fd: int, holder: subprocess.Popen[bytes]) -> int | None:
+    """The holder's namespace pid (bwrap's --info-fd JSON), once its bridge is ready."""
+    import json
+
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(4096)
+    try:
+        pid = int(json.loads(data.decode())["child-pid"])
+    except (ValueError, KeyError, UnicodeDecodeError):
+        return None
+    assert holder.stdout is not None
+    return pid if holder.stdout.readline().strip() == b"ready" else None
+
+
+def stop_network() -> None:
+    """End the holder (its bridge) and forget the proxy."""
+    if _state.holder is not None:
+        with contextlib.suppress(OSError):
+            _state.holder.kill()
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            _state.holder.wait(2)
+    if _state.proxy is not None and _state.proxy.server is not None:
+        _state.proxy.server.close()
+    _state.holder, _state.proxy, _state.proxy_loop = None, None, None
+
+
+def _holder_alive() -> bool:
+    return _state.holder is not None and _state.holder.poll() is None
+
+
 def profile_for(cwd: Path | str | None, *, tool: str | None = None, server: str | None = None,
                 call_files: Sequence[Path] = ()) -> Profile:
     """The profile of one child started in `cwd`. The root is the opened project's when `cwd`
@@ -153,6 +248,12 @@ def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, st
         return Wrapped(list(argv), dict(env) if env is not None else None)
     _precheck(argv, env, cwd)
     prof = profile_for(cwd, tool=tool, server=server, call_files=call_files)
+    if kind in ("lister", "forkserver"):
+        prof = dataclasses.replace(prof, network="off")  # listing a tool needs no network
+    elif prof.network not in ("off", "on") and _state.proxy is not None and _holder_alive():
+        token = _state.proxy.register(tool or server or "?", prof.network)
+        prof = dataclasses.replace(
+            prof, proxy=(_state.holder_pid, f"http://{token}:x@127.0.0.1:{_state.port}"))
     return mech.wrap(prof, argv, env, Path(cwd) if cwd is not None else None)
 
 
@@ -216,15 +317,19 @@ async def exec_protocol(loop: asyncio.AbstractEventLoop, factory: Callable[[], A
                         env: Mapping[str, str] | None, kind: Kind, tool: str | None = None,
                         call_files: Sequence[Path] = (), **kw: Any) -> Any:
     """loop.subprocess_exec behind the walls (tool calls and listers, tools/proc.py)."""
+    if kind != "lister":
+        await _ensure_network()
     w = prepare(argv, cwd=cwd, env=env, kind=kind, tool=tool, call_files=call_files)
     return await loop.subprocess_exec(factory, *w.argv, cwd=cwd, env=w.env, **kw)
 
 
 async def create_exec(argv: Sequence[str], *, cwd: Path | str | None,
-                      env: Mapping[str, str] | None, kind: Kind, **kw: Any
-                      ) -> asyncio.subprocess.Process:
+                      env: Mapping[str, str] | None, kind: Kind, tool: str | None = None,
+                      **kw: Any) -> asyncio.subprocess.Process:
     """asyncio.create_subprocess_exec behind the walls (the fork server)."""
-    w = prepare(argv, cwd=cwd, env=env, kind=kind)
+    if kind != "lister" and kind != "forkserver":
+        await _ensure_network()
+    w = prepare(argv, cwd=cwd, env=env, kind=kind, tool=tool)
     return await asyncio.create_subprocess_exec(*w.argv, cwd=cwd, env=w.env, **kw)
 
 
@@ -234,6 +339,7 @@ async def open_process(argv: Sequence[str], *, cwd: Path | str | None,
     """anyio.open_process behind the walls (MCP stdio servers)."""
     import anyio
 
+    await _ensure_network()
     w = prepare(argv, cwd=cwd, env=env, kind="mcp", server=server)
     return await anyio.open_process(w.argv, cwd=cwd, env=w.env, **kw)
 
