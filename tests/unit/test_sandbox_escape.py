@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_runner import run, runner, tool
+from test_runner import run, tool
 from tools_testutil import pid_alive
 
 from tuiapp.security.sandbox import spawn
+from tuiapp.settings import config
+from tuiapp.tools.runner import Runner
 
 SECRET = "s3cr3t-d0-not-leak-4f1e"
 PY = sys.executable
@@ -52,9 +54,15 @@ def secrets_around(project: Path) -> dict[str, Path]:
     return {"ssh": ssh / "id_ed25519", "env": project / ".env", "conf": conf / "config.toml"}
 
 
-async def call(project: Path, body: str, **tools: Any) -> str:
+def runner(root: Path) -> Runner:
+    """The default profile, nothing widened (not tools_testutil's)."""
+    cfg = config.parse({"tools": {"builtins": False}}, "test", root)
+    return Runner(cfg, spool_dir=root / ".spool")
+
+
+async def call(project: Path, body: str) -> str:
     spec = tool(project, "attack", body)
-    fin = await run(runner(project, **tools), spec)
+    fin = await run(runner(project), spec)
     return fin.result
 
 
