@@ -150,6 +150,7 @@ async def test_interrupting_the_turn_kills_the_group_too(project: Path, tmp_path
     assert isinstance(rec.events[-1][1], ToolFinished) and rec.events[-1][1].status == "cancelled"
 
 
+@pytest.mark.usefixtures("unsandboxed")  # reads pids from outside
 async def test_cancel_while_starting_never_waits_for_the_children(
     project: Path, tmp_path: Path
 ) -> None:

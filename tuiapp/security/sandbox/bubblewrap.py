@@ -94,8 +94,9 @@ class Bubblewrap(Mechanism):
             if sock.is_dir() and not sock.is_symlink():
                 args += ["--tmpfs", str(sock)]
         root = profile.root
-        for v in profile.visible:
-            if v.exists():
+        for v in profile.visible:  # only the private /tmp can hide them; elsewhere / shows them
+            if _under(v, Path("/tmp")) and not _under(v, root) and v.exists() \
+                    and not v.is_symlink():
                 args += ["--ro-bind", str(v), str(v)]
         args += ["--bind", str(root), str(root)]
         for w in profile.writable:

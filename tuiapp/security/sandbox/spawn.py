@@ -144,8 +144,15 @@ def set_network_asker(asker: Any) -> None:
         _state.proxy.asker = asker
 
 
+async def _ensure_probed() -> None:
+    if _state.mechanism is None:  # the one-time probe runs a process: not on the loop
+        await asyncio.to_thread(mechanism)
+
+
 async def _ensure_network() -> None:
     """Start kep's proxy and the shared namespace holding the bridge, once, when needed."""
+    if _state.mechanism is None:  # the one-time probe runs a process: not on the loop
+        await asyncio.to_thread(mechanism)
     loop = asyncio.get_running_loop()
     if _state.proxy is not None and (_state.proxy_loop is not loop or not _holder_alive()):
         stop_network()  # a new event loop (a test, `kep sandbox`): the old server is gone
@@ -235,7 +242,7 @@ def profile_for(cwd: Path | str | None, *, tool: str | None = None, server: str 
 
 def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, str] | None,
             kind: Kind, tool: str | None = None, server: str | None = None,
-            call_files: Sequence[Path] = ()) -> Wrapped:
+            call_files: Sequence[Path] = (), visible: Sequence[Path] = ()) -> Wrapped:
     """The command and environment that run `argv` behind the walls. Raises SandboxRequired
     when they cannot be built and the settings require them."""
     _warn_once()
@@ -248,6 +255,8 @@ def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, st
         return Wrapped(list(argv), dict(env) if env is not None else None)
     _precheck(argv, env, cwd)
     prof = profile_for(cwd, tool=tool, server=server, call_files=call_files)
+    if visible:
+        prof = dataclasses.replace(prof, visible=(*prof.visible, *visible))
     if kind in ("lister", "forkserver"):
         prof = dataclasses.replace(prof, network="off")  # listing a tool needs no network
     elif prof.network not in ("off", "on") and _state.proxy is not None and _holder_alive():
@@ -317,8 +326,7 @@ async def exec_protocol(loop: asyncio.AbstractEventLoop, factory: Callable[[], A
                         env: Mapping[str, str] | None, kind: Kind, tool: str | None = None,
                         call_files: Sequence[Path] = (), **kw: Any) -> Any:
     """loop.subprocess_exec behind the walls (tool calls and listers, tools/proc.py)."""
-    if kind != "lister":
-        await _ensure_network()
+    await _ensure_network() if kind != "lister" else await _ensure_probed()
     w = prepare(argv, cwd=cwd, env=env, kind=kind, tool=tool, call_files=call_files)
     return await loop.subprocess_exec(factory, *w.argv, cwd=cwd, env=w.env, **kw)
 
@@ -327,8 +335,7 @@ async def create_exec(argv: Sequence[str], *, cwd: Path | str | None,
                       env: Mapping[str, str] | None, kind: Kind, tool: str | None = None,
                       **kw: Any) -> asyncio.subprocess.Process:
     """asyncio.create_subprocess_exec behind the walls (the fork server)."""
-    if kind != "lister" and kind != "forkserver":
-        await _ensure_network()
+    await _ensure_network() if kind not in ("lister", "forkserver") else await _ensure_probed()
     w = prepare(argv, cwd=cwd, env=env, kind=kind, tool=tool)
     return await asyncio.create_subprocess_exec(*w.argv, cwd=cwd, env=w.env, **kw)
 
@@ -340,7 +347,10 @@ async def open_process(argv: Sequence[str], *, cwd: Path | str | None,
     import anyio
 
     await _ensure_network()
-    w = prepare(argv, cwd=cwd, env=env, kind="mcp", server=server)
+    # Files the server's own command names (a script outside the root, under /tmp): shown
+    # read-only, as tool folders outside the root are (hidden paths stay hidden).
+    shown = [Path(os.path.realpath(a)) for a in argv[1:] if os.path.isabs(a) and os.path.exists(a)]
+    w = prepare(argv, cwd=cwd, env=env, kind="mcp", server=server, visible=shown)
     return await anyio.open_process(w.argv, cwd=cwd, env=w.env, **kw)
 
 
