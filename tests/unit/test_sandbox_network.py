@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture
 def web() -> Iterator[int]:
     class Quiet(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             body = b"hello from the host\n"
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
