@@ -11,7 +11,6 @@ import asyncio
 import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,11 +22,12 @@ from test_runner import run, tool
 from tools_testutil import pid_alive
 
 from tuiapp.security.sandbox import spawn
+from tuiapp.security.sandbox.spawn import visible_python
 from tuiapp.settings import config
 from tuiapp.tools.runner import Runner
 
 SECRET = "s3cr3t-d0-not-leak-4f1e"
-PY = sys.executable
+PY = visible_python()  # not one under /tmp, which is private inside
 
 
 @pytest.fixture(autouse=True)
@@ -173,7 +173,8 @@ def listeners(tmp_path: Path) -> Iterator[dict[str, Any]]:
 
 
 def py(code: str) -> str:
-    return f"{PY} - <<'EOF' 2>&1; true\n{code}\nEOF"
+    """Python run by the tool; it says so first (an attack that never ran proves nothing)."""
+    return f"{PY} - <<'EOF' 2>&1; true\nprint('attack-ran', flush=True)\n{code}\nEOF"
 
 
 NET_ATTACKS = {
@@ -199,7 +200,8 @@ async def test_no_socket_reaches_the_host(project: Path, listeners: dict[str, An
                                           attack: str) -> None:
     if listeners.get(attack if attack != "dns" else "udp") is None and attack == "tcp6":
         pytest.skip("no IPv6 loopback here")
-    await call(project, py(NET_ATTACKS[attack].format(**listeners)))
+    out = await call(project, py(NET_ATTACKS[attack].format(**listeners)))
+    assert "attack-ran" in out, out
     await asyncio.sleep(0.2)
     assert listeners["hits"] == []
 
@@ -216,7 +218,7 @@ async def test_processes_outside_cannot_be_signalled_or_traced(project: Path) ->
             f"r == 0 and libc.ptrace(17, {os.getpid()}, 0, 0)"))  # PTRACE_DETACH
         time.sleep(0.2)
         assert pid_alive(outside.pid)
-        assert "seized" not in out
+        assert "attack-ran" in out and "seized" not in out
     finally:
         outside.kill()
         outside.wait()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import http.server
 import os
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,9 +15,11 @@ from test_runner import run, tool
 
 from tuiapp.security.sandbox import spawn
 from tuiapp.security.sandbox.proxy import host_allowed
+from tuiapp.security.sandbox.spawn import visible_python
 from tuiapp.settings import config
 from tuiapp.tools.runner import Runner
 
+PY = visible_python()
 pytestmark = pytest.mark.skipif(
     spawn.mechanism().missing() is not None and os.environ.get("KEP_TEST_REQUIRE_SANDBOX") != "1",
     reason=f"no sandbox here: {spawn.mechanism().missing()}")
@@ -63,9 +64,9 @@ def asked(monkeypatch: pytest.MonkeyPatch) -> Iterator[Questions]:
 
 
 def fetch(port: int) -> str:
-    return (f"{sys.executable} -c \"import urllib.request as u; "
-            f"print(u.urlopen('http://127.0.0.1:{port}/', timeout=5).read().decode().strip())\" 2>&1 "
-            "| tail -1")
+    url = f"http://127.0.0.1:{port}/"
+    return (f"{PY} -c \"import urllib.request as u; "
+            f"print(u.urlopen('{url}', timeout=5).read().decode().strip())\" 2>&1 | tail -1")
 
 
 def runner(root: Path, **sandbox: object) -> Runner:
@@ -97,7 +98,8 @@ async def test_off_never_asks(project: Path, web: int, asked: Questions) -> None
     assert "hello" not in fin.result and asked == []
 
 
-async def test_hostile_requests_to_the_proxy_get_one_refusal(project: Path, asked: Questions) -> None:
+async def test_hostile_requests_to_the_proxy_get_one_refusal(project: Path,
+                                                             asked: Questions) -> None:
     await run(runner(project), tool(project, "warm", "true"))  # the proxy is up
     proxy = spawn._state.proxy
     assert proxy is not None

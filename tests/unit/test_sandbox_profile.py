@@ -17,6 +17,7 @@ from tuiapp.project import config as project_config
 from tuiapp.security import trust
 from tuiapp.security.sandbox import spawn
 from tuiapp.security.sandbox.none import NoSandbox
+from tuiapp.security.sandbox.spawn import visible_python
 from tuiapp.settings import config
 from tuiapp.settings.config_types import ConfigError
 from tuiapp.tools.runner import Runner
@@ -83,7 +84,7 @@ async def test_writable_and_per_tool_network_widen_the_walls(project: Path,
     hits: list[int] = []
     threading.Thread(target=lambda: (srv.accept(), hits.append(1)), daemon=True).start()
     port = srv.getsockname()[1]
-    body = (f"echo hi > {extra}/n.txt; {sys.executable} -c \"import socket; "
+    body = (f"echo hi > {extra}/n.txt; {visible_python()} -c \"import socket; "
             f"socket.create_connection(('127.0.0.1', {port}), 2)\"")
     r = runner_with(project, writable=[str(extra)], tools={"wide": {"network": "on"}})
     fin = await run(r, tool(project, "wide", body))

@@ -85,8 +85,7 @@ class Mechanism(ABC):
              cwd: Path | None) -> Wrapped:
         """`argv` run under `profile`."""
 
-    def holder_argv(self, argv: Sequence[str], sock_dir: str, info_fd: int
-                    ) -> list[str] | None:
+    def holder_argv(self, argv: Sequence[str], sock_dir: str) -> list[str] | None:
         """`argv` (the bridge) in a network namespace of its own that calls can join; None
         where the mechanism has none."""
         return None

@@ -60,15 +60,13 @@ class Bubblewrap(Mechanism):
             self._missing = "this kernel has no user namespaces"
         return self._missing
 
-    def holder_argv(self, argv: Sequence[str], sock_dir: str, info_fd: int
-                    ) -> list[str] | None:
-        if not self.nsenter:
+    def holder_argv(self, argv: Sequence[str], sock_dir: str) -> list[str] | None:
+        # One user namespace that owns the network namespace (bwrap would nest a second one,
+        # which a joining call could not use to enter the network namespace).
+        unshare = shutil.which("unshare")
+        if not self.nsenter or not unshare:
             return None
-        assert self.binary is not None
-        return [self.binary, "--unshare-user", "--unshare-net", "--unshare-pid",
-                "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-                "--bind", sock_dir, sock_dir, "--info-fd", str(info_fd), "--", *argv]
+        return [unshare, "--user", "--map-root-user", "--net", "--", *argv]
 
     def probe_argv(self) -> list[str] | None:
         assert self.binary is not None
@@ -87,6 +85,9 @@ class Bubblewrap(Mechanism):
             # per call would cost its creation every time, and could hold no bridge).
             args = [self.nsenter or "nsenter", "--user", "--net", "-t", str(profile.proxy[0]),
                     "--preserve-credentials", "--", *args]
+            # (root in the joined namespace: map back to the user's own ids inside)
+            args[args.index("--unshare-user") + 1:args.index("--unshare-user") + 1] = [
+                "--uid", str(os.getuid()), "--gid", str(os.getgid())]
         elif profile.network != "on":
             args.append("--unshare-net")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]

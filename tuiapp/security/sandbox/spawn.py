@@ -165,46 +165,32 @@ async def _ensure_network() -> None:
     proxy = Proxy()
     proxy.asker = _state.asker
     port = 20000 + int.from_bytes(os.urandom(2), "big") % 40000
-    info_r, info_w = os.pipe()
-    argv = mechanism().holder_argv([sys.executable, "-I", "-S", bridge.__file__, str(port),
-                                    proxy.path], proxy.dir, info_w)
+    argv = mechanism().holder_argv([visible_python(), "-I", "-S", bridge.__file__, str(port),
+                                    proxy.path], proxy.dir)
     if argv is None:
-        os.close(info_r)
-        os.close(info_w)
         _state.net_failed = f"{mechanism().name} cannot hold a shared network namespace"
         return
     try:
         await proxy.start()
         # kep's own helper: the bridge in the namespace every call with network joins
         holder = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, pass_fds=(info_w,),
-                                  start_new_session=True, close_fds=True)
-        os.close(info_w)
-        info = await asyncio.to_thread(_read_info, info_r, holder)
+                                  stderr=subprocess.DEVNULL, start_new_session=True,
+                                  close_fds=True)
+        info = await asyncio.to_thread(_ready, holder)
         if info is None:
             raise OSError("the network namespace did not come up")
         _state.holder, _state.holder_pid, _state.port = holder, info, port
         _state.proxy, _state.proxy_loop = proxy, loop
     except OSError as e:
-        with contextlib.suppress(OSError):
-            os.close(info_w)
         _state.net_failed = f"no network through kep: {e}"
         notice(f"sandbox: {_state.net_failed}; tools get no network")
         await proxy.close()
 
 
-def _read_info(fd: int, holder: subprocess.Popen[bytes]) -> int | None:
-    """The holder's namespace pid (bwrap's --info-fd JSON), once its bridge is ready."""
-    import json
-
-    with os.fdopen(fd, "rb") as f:
-        data = f.read(4096)
-    try:
-        pid = int(json.loads(data.decode())["child-pid"])
-    except (ValueError, KeyError, UnicodeDecodeError):
-        return None
+def _ready(holder: subprocess.Popen[bytes]) -> int | None:
+    """The holder's pid (its namespaces are the ones calls join), once its bridge listens."""
     assert holder.stdout is not None
-    return pid if holder.stdout.readline().strip() == b"ready" else None
+    return holder.pid if holder.stdout.readline().strip() == b"ready" else None
 
 
 def stop_network() -> None:
@@ -217,6 +203,16 @@ def stop_network() -> None:
     if _state.proxy is not None and _state.proxy.server is not None:
         _state.proxy.server.close()
     _state.holder, _state.proxy, _state.proxy_loop = None, None, None
+
+
+def visible_python() -> str:
+    """An interpreter a sandboxed child can run: this one, unless it lives under /tmp (private
+    inside the walls), then python3 from PATH."""
+    import shutil
+
+    if not os.path.abspath(sys.executable).startswith("/tmp/"):
+        return sys.executable
+    return shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or sys.executable
 
 
 def _holder_alive() -> bool:
