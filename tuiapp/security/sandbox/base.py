@@ -39,7 +39,7 @@ class Profile:
     def summary(self) -> str:
         """One line: what a run may touch (`kep sandbox -- CMD`)."""
         writable = ", ".join(str(p) for p in (self.root, *self.writable))
-        net = "on" if self.network == "on" else "none"
+        net = self.network if isinstance(self.network, str) else ", ".join(self.network)
         return (f"writable: {writable}, a private /tmp; {len(self.hidden)} paths hidden; "
                 f"network: {net}")
 
@@ -56,11 +56,11 @@ class Profile:
         lines += [f"hidden (host service sockets): {p}" for p in self.hidden_sockets]
         if self.network == "on":
             lines.append("network: on (the host's network)")
+        elif self.network == "off":
+            lines.append("network: off (every socket to anything outside is refused)")
         else:
-            # "ask" and host lists need kep's network proxy, which this version does not have
-            # yet: until then they mean no network at all, never more than asked for.
-            lines.append(f"network: none ([sandbox] network = {net}: every socket to "
-                         "anything outside the sandbox is refused)")
+            lines.append(f"network: {net} (only through kep's proxy: HTTP and HTTPS CONNECT; "
+                         "other hosts are asked about; direct sockets are refused)")
         lines.append("processes: a PID namespace of its own; everything in it ends with the call")
         return lines
 
