@@ -101,3 +101,14 @@ def kep_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
     env.update(extra)
     return env
+
+
+@pytest.fixture
+def unsandboxed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Children run without the sandbox's walls: for tests of what kep does where the kernel
+    cannot build them (process groups, the watchdog), which read a child's pids from outside
+    (inside the walls a pid is the sandbox's own)."""
+    from tuiapp.security.sandbox import spawn
+    from tuiapp.security.sandbox.none import NoSandbox
+
+    monkeypatch.setattr(spawn._state, "mechanism", NoSandbox("test of the unsandboxed path"))

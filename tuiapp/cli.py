@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 # Commands that start processes. `functions` arms itself, only when it must run something.
-TOOL_RUNNING = {"tui", "run", "call", "mcp"}
+TOOL_RUNNING = {"tui", "run", "call", "mcp", "sandbox"}
 
 
 # Flags accepted both before and after a subcommand. Below the top level their default is
@@ -159,6 +159,16 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true",
                    help="run the protocol checklist on this project's tools (exit 2: errors)")
     p.add_argument("--strict", action="store_true", help="with --check: warnings exit 1")
+
+    p = sub.add_parser("sandbox", help="run a command behind the project's sandbox walls")
+    _common(p)
+    p.add_argument("--explain", action="store_true",
+                   help="print the resolved profile and the mechanism, run nothing")
+    p.add_argument("--network", action="store_true", help="allow the network for this run")
+    p.add_argument("--write", action="append", default=[], metavar="PATH",
+                   help="also writable for this run (repeatable)")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
+                   help="the command to run")
 
     p = sub.add_parser("call", help="run one tool directly")
     _common(p)

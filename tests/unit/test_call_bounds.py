@@ -26,8 +26,9 @@ def _concurrency_tool(root: Path) -> ToolSpec:
     return tool(
         root,
         "busy",
-        f'touch {root}/live/$$; ls {root}/live | wc -l >> {root}/counts; '
-        f'echo "$LLM_TOOL_NAME $$" >> {root}/order; sleep 0.15; rm {root}/live/$$',
+        # (a file name of its own, not $$: inside the sandbox each call has its own pid 2)
+        f'me=$(mktemp {root}/live/XXXXXX); ls {root}/live | wc -l >> {root}/counts; '
+        f'echo "$LLM_TOOL_NAME $me" >> {root}/order; sleep 0.15; rm $me',
     )
 
 

@@ -138,10 +138,10 @@ async def test_nonzero_exit_reports_code_and_stderr_tail(tmp_path: Path) -> None
 
 async def test_lister_runs_in_project_root_and_declares_specs(tmp_path: Path) -> None:
     path = sh_tool(
-        tmp_path / "prompts" / "functions" / "tool", '  pwd > "$0.cwd"; ' + one_def("t").strip()
-    )
+        tmp_path / "prompts" / "functions" / "tool", '  pwd > lister.cwd; ' + one_def("t").strip()
+    )  # (written in the cwd: the tool folder is read-only inside the sandbox)
     specs = await FMT.declare(path, ctx_for(tmp_path))
-    assert Path(str(path) + ".cwd").read_text().strip() == str(tmp_path)
+    assert (tmp_path / "lister.cwd").read_text().strip() == str(tmp_path)
     (spec,) = specs
     assert (spec.name, spec.format, spec.source) == ("t", "keprompt", str(path))
     inv = FMT.invocation(spec, {"x": "é"}, ctx_for(tmp_path))

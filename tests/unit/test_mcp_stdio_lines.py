@@ -163,6 +163,7 @@ def alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.usefixtures("unsandboxed")  # reads pids from outside
 async def test_a_deaf_server_and_its_child_are_killed_within_bounds(tmp_path: Path) -> None:
     params = StdioServerParameters(command=sys.executable, args=[RAW, "--deaf"])
     client = Client(stdio_transport(params, errlog=sys.stderr), mode="legacy")

@@ -47,6 +47,7 @@ def zoo(fn: Path, pidfile: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("unsandboxed")  # reads pids from outside
 async def test_every_failure_mode_is_reported_and_the_rest_load(
     project: Path, tmp_path: Path
 ) -> None:
@@ -100,6 +101,7 @@ async def test_python_fork_server_matches_a_real_start(project: Path, tmp_path: 
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("unsandboxed")  # reads pids from outside
 async def test_hung_python_lister_in_fork_server_loses_its_child_too(
     project: Path, tmp_path: Path
 ) -> None:

@@ -107,6 +107,7 @@ async def test_failure_gives_exit_code_and_stderr_and_spool_marks_stderr(project
     assert spool.rstrip().endswith("exit code 3, " + spool.rstrip().split("exit code 3, ")[1])
 
 
+@pytest.mark.usefixtures("unsandboxed")  # reads pids from outside
 async def test_timeout_kills_the_whole_group(project: Path, tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     spec = tool(project, "hang", f"sleep 300 &\necho $! > {pidfile}\necho started\nwait")
@@ -117,6 +118,7 @@ async def test_timeout_kills_the_whole_group(project: Path, tmp_path: Path) -> N
     assert wait_gone(read_pid(pidfile))
 
 
+@pytest.mark.usefixtures("unsandboxed")  # reads pids from outside
 async def test_cancel_kills_the_whole_group(project: Path, tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     spec = tool(project, "hang", f"sleep 300 &\necho $! > {pidfile}\nwait")
@@ -134,6 +136,7 @@ async def test_cancel_kills_the_whole_group(project: Path, tmp_path: Path) -> No
         assert footer.startswith("[kep: cancelled, ") and "None" not in footer
 
 
+@pytest.mark.usefixtures("unsandboxed")  # reads pids from outside
 async def test_interrupting_the_turn_kills_the_group_too(project: Path, tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     spec = tool(project, "hang", f"sleep 300 &\necho $! > {pidfile}\nwait")
@@ -147,6 +150,7 @@ async def test_interrupting_the_turn_kills_the_group_too(project: Path, tmp_path
     assert isinstance(rec.events[-1][1], ToolFinished) and rec.events[-1][1].status == "cancelled"
 
 
+@pytest.mark.usefixtures("unsandboxed")  # reads pids from outside
 async def test_cancel_while_starting_never_waits_for_the_children(
     project: Path, tmp_path: Path
 ) -> None:
@@ -167,6 +171,7 @@ async def test_cancel_while_starting_never_waits_for_the_children(
             assert wait_gone(int(pidfile.read_text()))
 
 
+@pytest.mark.usefixtures("unsandboxed")  # reads pids from outside
 async def test_background_child_holding_the_pipes_does_not_hang_the_call(
     project: Path, tmp_path: Path
 ) -> None:

@@ -16,7 +16,10 @@ PY = sys.executable  # a direct interpreter path: no pyenv shim, fast to start
 def make_config(root: Path, **tools: Any) -> config_types.Config:
     """Config for `root`; built-ins off unless asked for (they cost three interpreter starts)."""
     tools.setdefault("builtins", False)
-    return config.parse({"tools": tools}, "test", root)
+    # Tests hand files to and from their tools beside the project (counts, pids, marks):
+    # that folder is writable inside the sandbox too. The escape tests build their own.
+    sandbox = {"writable": [str(root.parent)]}
+    return config.parse({"tools": tools, "sandbox": sandbox}, "test", root)
 
 
 def sh_tool(path: Path, list_body: str, run_body: str = 'echo "ran $1"') -> Path:

@@ -143,6 +143,26 @@ async def _settle_mcp(ws: Workspace, text: str = "", emit: Any = None) -> None:
                     "the prompt to wait for it, up to its startup_timeout)", "warning"))
 
 
+def network_asker(yes: bool, interactive: bool) -> None:
+    """Who answers when a sandboxed call reaches a host no rule allows: --yes allows, a
+    terminal is asked (y: this host for the session), else it is refused."""
+    from tuiapp.security.sandbox import spawn
+
+    said: dict[tuple[str, str], bool] = {}
+
+    async def ask(tool: str, host: str, port: int) -> bool:
+        if yes:
+            return True
+        if not interactive:
+            return False
+        if (tool, host) not in said:
+            prompt = printable(f"Allow {tool} to reach {host}:{port} (this session)? [y/N] ")
+            said[(tool, host)] = await asyncio.to_thread(_read_answer, prompt) in ("y", "yes")
+        return said[(tool, host)]
+
+    spawn.set_network_asker(ask)
+
+
 def tty_approver() -> Approver:
     """Ask on the terminal. Only used when stdin and stderr are a TTY."""
 
@@ -225,6 +245,7 @@ def main(args: argparse.Namespace) -> int:
         printer(event)
 
     approver = allow_all if args.yes else (tty_approver() if interactive else deny_all)
+    network_asker(args.yes, interactive)
 
     async def go() -> str:
         ws.start_mcp(emit=emit)

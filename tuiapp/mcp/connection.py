@@ -221,7 +221,7 @@ class ServerConnection:
                                                 env.get("PATH"))
         params = StdioServerParameters(command=command, args=args, env=env,
                                        cwd=self._config().project_root)
-        return stdio_transport(params, errlog=log)
+        return stdio_transport(params, errlog=log, server=self.cfg.name)
 
     def _given_env(self) -> dict[str, str]:
         given = secrets.expand_vars(self.cfg.env)

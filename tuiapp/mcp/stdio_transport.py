@@ -31,6 +31,7 @@ from mcp.shared.message import SessionMessage
 
 from tuiapp.mcp import stdio_lines
 from tuiapp.mcp.stdio_lines import Dropped, LineSplitter
+from tuiapp.security.sandbox import spawn
 from tuiapp.tools.lifetime import OWNER_VAR
 
 EXIT_WAIT = 2.0  # after stdin closes, then after SIGTERM, then after SIGKILL (as the SDK)
@@ -43,8 +44,8 @@ Incoming = SessionMessage | Exception
 
 
 @asynccontextmanager
-async def stdio_transport(params: StdioServerParameters, errlog: TextIO = sys.stderr
-                          ) -> AsyncIterator[tuple[Any, Any]]:
+async def stdio_transport(params: StdioServerParameters, errlog: TextIO = sys.stderr,
+                          server: str | None = None) -> AsyncIterator[tuple[Any, Any]]:
     """Start the server and connect to it over its stdin/stdout (OSError if it cannot start)."""
     if os.name != "posix" or "\n".encode(params.encoding) != b"\n":
         # Windows needs the SDK's job objects; an encoding whose newline is not the byte 0x0A
@@ -55,8 +56,8 @@ async def stdio_transport(params: StdioServerParameters, errlog: TextIO = sys.st
     env = get_default_environment() | (params.env or {})
     if owner := os.environ.get(OWNER_VAR):  # a server's own env cannot drop the mark
         env[OWNER_VAR] = owner
-    process = await anyio.open_process([params.command, *params.args], env=env, stderr=errlog,
-                                       cwd=params.cwd, start_new_session=True)
+    process = await spawn.open_process([params.command, *params.args], env=env, stderr=errlog,
+                                       cwd=params.cwd, server=server, start_new_session=True)
     # No await from here until the task group is entered: a cancel in between would leak it.
     read_send, read_recv = anyio.create_memory_object_stream[Incoming](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)

@@ -32,6 +32,8 @@ from tuiapp.settings.config_types import (
     ConfigError,
     McpServerConfig,
     ProviderConfig,
+    SandboxConfig,
+    SandboxRule,
     SourceConfig,
     ToolsConfig,
 )
@@ -179,7 +181,11 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
             raise ConfigError(file, f"mcp.servers.{name}", "needs command or url")
 
     ur = r.sub("ui")
+    sandbox = _sandbox(r.sub("sandbox"))
+    off = ([f"{file}: [sandbox] enabled = false: tools run without the kernel walls"]
+           if not sandbox.enabled else [])
     return Config(
+        sandbox=sandbox,
         model=r.get("model", str),
         theme=r.get("theme", str, "dark"),
         max_steps=int(positive_number(r, "max_steps", 25)),
@@ -192,7 +198,52 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         system_prompt=r.get("system_prompt", str),
         project_root=project_root,
         raw=dict(data),
-        warnings=tuple(r.unknown_keys()),
+        warnings=tuple([*r.unknown_keys(), *off]),
+    )
+
+
+NETWORK_WORDS = ("off", "on", "ask")
+HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.*-]+)(:[0-9]{1,5})?")
+
+
+def _paths(r: TableReader, key: str) -> tuple[str, ...]:
+    items = r.get(key, list, [])
+    if not all(isinstance(p, str) and p and "\0" not in p for p in items):
+        raise r.error(key, "expected an array of paths")
+    return tuple(items)
+
+
+def _network(r: TableReader, default: str | tuple[str, ...] | None
+             ) -> str | tuple[str, ...] | None:
+    value = r.get("network", (str, list))
+    if value is None:
+        return default
+    if isinstance(value, str) and value in NETWORK_WORDS:
+        return value
+    if isinstance(value, list) and all(isinstance(h, str) and HOST_PORT.fullmatch(h)
+                                       for h in value):
+        return tuple(h.lower() for h in value)
+    raise r.error("network", '"off", "on", "ask" or an array of hosts ("pypi.org:443")')
+
+
+def _sandbox_rules(r: TableReader, key: str) -> dict[str, SandboxRule]:
+    out = {}
+    for name in r.get(key, dict, {}):
+        rr = r.sub(key).sub(name)
+        out[str(name)] = SandboxRule(_network(rr, None), _paths(rr, "writable"),
+                                     _paths(rr, "hidden"))
+    return out
+
+
+def _sandbox(r: TableReader) -> SandboxConfig:
+    return SandboxConfig(
+        enabled=r.get("enabled", bool, True),
+        required=r.get("required", bool, False),
+        network=_network(r, "ask") or "ask",
+        writable=_paths(r, "writable"),
+        hidden=_paths(r, "hidden"),
+        tools=_sandbox_rules(r, "tools"),
+        servers=_sandbox_rules(r, "servers"),
     )
 
 

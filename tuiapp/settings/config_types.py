@@ -152,6 +152,28 @@ class McpServerConfig(FrozenRecord):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class SandboxRule(FrozenRecord):
+    """One tool's or MCP server's changes to the profile ([sandbox.tools.NAME])."""
+
+    network: str | tuple[str, ...] | None = None
+    writable: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class SandboxConfig(FrozenRecord):
+    """[sandbox]: the kernel walls every child runs behind (tuiapp/security/sandbox)."""
+
+    enabled: bool = True
+    required: bool = False  # refuse to run tools when the walls cannot be built here
+    network: str | tuple[str, ...] = "ask"  # "off", "on", "ask" or hosts ("host[:port]")
+    writable: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    tools: dict[str, SandboxRule] = field(default_factory=dict)
+    servers: dict[str, SandboxRule] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class Config(FrozenRecord):
     model: str | None = None
     theme: str = "dark"
@@ -161,6 +183,7 @@ class Config(FrozenRecord):
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
     mcp_prefix: bool = True
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     pane_lines: int = 2000
     system_prompt: str | None = None
     project_root: Path = field(default_factory=Path.cwd)

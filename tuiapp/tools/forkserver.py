@@ -24,6 +24,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from tuiapp.security.sandbox import spawn
 from tuiapp.tools.formats.base import ProcResult
 from tuiapp.tools.proc import LIST_STDOUT_CAP, read_shebang, run_collect
 
@@ -60,10 +61,11 @@ class PyForkServer:
 
     async def start(self, timeout: float) -> bool:
         try:
-            self._proc = await asyncio.create_subprocess_exec(
-                *self.command,
-                "-c",
-                BOOT.read_text(encoding="utf-8"),
+            # -I: the project's folder is not on sys.path, so a checkout's base64.py (or any
+            # stdlib name) is never imported in place of the real one; no PYTHON* variables.
+            self._proc = await spawn.create_exec(
+                [*self.command, "-I", "-c", BOOT.read_text(encoding="utf-8")],
+                kind="forkserver",
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

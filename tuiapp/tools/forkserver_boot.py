@@ -42,6 +42,32 @@ def run_main(path):
     exec(code, main.__dict__)
 
 
+def scope_signals():
+    """Put this forked call in a Landlock domain of its own that may not signal processes
+    outside it (Landlock ABI 6+): not the fork server, nor another listing. Best effort."""
+    try:
+        import ctypes
+        import struct
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        nr_create, nr_restrict = 444, 446  # the same on x86_64 and aarch64
+        if os.uname().machine not in ("x86_64", "aarch64"):
+            return
+        abi = libc.syscall(nr_create, None, 0, 1)  # LANDLOCK_CREATE_RULESET_VERSION
+        if abi < 6:
+            return
+        # struct landlock_ruleset_attr {u64 handled_access_fs, handled_access_net, scoped}
+        attr = ctypes.create_string_buffer(struct.pack("QQQ", 0, 0, 0x1 | 0x2))
+        fd = libc.syscall(nr_create, attr, len(attr.raw), 0)
+        if fd < 0:
+            return
+        if libc.prctl(38, 1, 0, 0, 0) == 0:  # PR_SET_NO_NEW_PRIVS
+            libc.syscall(nr_restrict, fd, 0)
+        os.close(fd)
+    except Exception:
+        pass
+
+
 def run_child(req, out_w, err_w, close_fds):
     """In the forked child: become the script. Never returns."""
     code = 1
@@ -59,7 +85,11 @@ def run_child(req, out_w, err_w, close_fds):
         os.chdir(req["cwd"])
         path = req["path"]
         sys.argv = [path, *req["args"]]
-        sys.path[0] = os.path.dirname(os.path.realpath(path))
+        # The server runs with -I (nothing from the project shadows its own imports); the
+        # script gets the path `python script` would give it: its folder, then PYTHONPATH.
+        extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        sys.path[0:1] = [os.path.dirname(os.path.realpath(path)), *extra]
+        scope_signals()
         try:
             run_main(path)
             code = 0

@@ -113,8 +113,11 @@ def _start_reaper(tok: str) -> None:
     read_end, write_end = os.pipe()  # both ends close-on-exec: no child inherits them
     try:
         env = {k: v for k, v in os.environ.items() if k != OWNER_VAR}
-        _reaper = subprocess.Popen(
+        from tuiapp.security.sandbox import spawn
+
+        _reaper = spawn.popen_unconfined(
             [sys.executable, "-S", "-I", "-c", REAPER, "kep-reaper", tok, str(SWEEP_FOR)],
+            "watchdog",
             stdin=read_end,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

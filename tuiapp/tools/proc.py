@@ -17,6 +17,8 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from tuiapp.security.sandbox import spawn
+from tuiapp.security.sandbox.spawn import Kind
 from tuiapp.tools.formats.base import ProcResult
 from tuiapp.tools.shebang import read_shebang, spawn_error  # noqa: F401  (their old home)
 
@@ -112,16 +114,24 @@ class Proc:
         cwd: Path | str | None,
         env: Mapping[str, str] | None,
         stdin: bytes | None = None,
+        kind: Kind = "tool",
+        tool: str | None = None,
+        call_files: Sequence[Path] = (),
     ) -> Proc:
-        """Start argv. Raises OSError (ENOENT, EACCES, ENOEXEC …) when it cannot be started."""
+        """Start argv behind the sandbox's walls (security.sandbox.spawn). Raises OSError
+        (ENOENT, EACCES, ENOEXEC …) when it cannot be started."""
         loop = asyncio.get_running_loop()
         owner = os.environ.get(OWNER_VAR)
         if owner:  # the mark that lets kep's watchdog find it and its descendants (lifetime)
             env = {**(os.environ if env is None else env), OWNER_VAR: owner}
         starting = asyncio.ensure_future(
-            loop.subprocess_exec(
+            spawn.exec_protocol(
+                loop,
                 lambda: _Protocol(loop),
-                *argv,
+                argv,
+                kind=kind,
+                tool=tool,
+                call_files=call_files,
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -269,7 +279,7 @@ async def run_collect(
     last 64 KiB. On timeout the whole group is killed and exit_code is None. OSError from the
     spawn (not found, not executable, bad interpreter) propagates to the caller.
     """
-    proc = await Proc.spawn(argv, cwd=cwd, env=env, stdin=stdin)
+    proc = await Proc.spawn(argv, cwd=cwd, env=env, stdin=stdin, kind="lister")
     out = bytearray()
     err = TailBuffer(STDERR_TAIL)
     truncated = False

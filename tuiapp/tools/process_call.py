@@ -13,6 +13,7 @@ import signal
 from pathlib import Path
 
 from tuiapp.security import secrets
+from tuiapp.security.sandbox import spawn as sandbox_spawn
 from tuiapp.settings.config_types import Config
 from tuiapp.tools.call_output import (
     STDERR_KEEP,
@@ -80,7 +81,8 @@ async def run_process(
     try:
         try:
             proc = await Proc.spawn(
-                inv.argv, cwd=inv.cwd or config.project_root, env=env, stdin=inv.stdin
+                inv.argv, cwd=inv.cwd or config.project_root, env=env, stdin=inv.stdin,
+                tool=spec.name, call_files=[out_file] if out_file is not None else [],
             )
         except OSError as e:
             return (
@@ -141,11 +143,17 @@ async def run_process(
         )
     assert code is not None
     stderr = sink.stderr.value().decode("utf-8", errors="replace").strip()
+    walls = sandbox_spawn.walls_hit(f"{stderr}\n{partial}" if code else stderr,
+                                    cwd=inv.cwd or config.project_root, tool=spec.name)
+    if walls:  # which wall it ran into: in the pane, and in what the model gets
+        sink.add_bytes("stderr", ("\n".join(walls) + "\n").encode())
+        sink.end_input()
+    note = ("\n" + "\n".join(walls)) if walls else ""
     if code == 0:
         text = fmt.result_text(spec, partial, file_text).rstrip("\n")
-        return "ok", 0, text if text.strip() else "(no output)"
+        return "ok", 0, (text if text.strip() else "(no output)") + note
     how = f"was killed by signal {-code}" if code < 0 else f"failed with exit code {code}"
-    msg = f"Error: {spec.name} {how}."
+    msg = f"Error: {spec.name} {how}.{note}"
     if stderr:
         msg += (
             "\nstderr"

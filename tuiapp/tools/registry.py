@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from tuiapp.security import secrets, trust
+from tuiapp.security.sandbox import spawn as sandbox_spawn
 from tuiapp.settings import paths
 from tuiapp.settings.config_types import Config
 from tuiapp.tools.cache import DeclarationCache, Key, key_matches, stat_key
@@ -98,6 +99,7 @@ class Registry:
 
             formats = default_formats()
         self.config = config
+        sandbox_spawn.use_config(config)
         self.formats = formats
         self.cache = cache or DeclarationCache()
         self._files: dict[tuple[str, str], _File] = {}  # (format, path) → state
@@ -157,6 +159,7 @@ class Registry:
     def reconfigure(self, config: Config) -> None:
         """New settings (roots, timeouts, built-ins on/off) apply from the next refresh()."""
         self.config = config
+        sandbox_spawn.use_config(config)
 
     # ---- changes -------------------------------------------------------------------------
 

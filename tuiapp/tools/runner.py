@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from tuiapp.security import secrets
+from tuiapp.security.sandbox import spawn as sandbox_spawn
 from tuiapp.settings.config_types import Config
 from tuiapp.tools.call_output import (
     STDERR_MARK as STDERR_MARK,  # re-exported: the output viewer reads spool files with it
@@ -97,6 +98,7 @@ class Runner:
 
             formats = default_formats()
         self.config = config
+        sandbox_spawn.use_config(config)
         self.spool_dir = spool_dir
         # Added to every call's environment, as if the user had set it (an agent's
         # LLM_AGENT_VAR_<NAME> values): formats see it too, so their defaults do not win.
@@ -118,6 +120,7 @@ class Runner:
 
     def reconfigure(self, config: Config) -> None:
         self.config = config
+        sandbox_spawn.use_config(config)
 
     def running(self) -> list[str]:
         return list(self._running)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import work
 
+from tuiapp.security.sandbox import spawn
 from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 # The workbench's modules load when a tool is first opened, not at kep's start.
@@ -133,7 +133,7 @@ class WorkbenchActions:
         if command is not None:
             try:
                 with app.suspend():
-                    subprocess.run([*command, str(path)], check=False)
+                    spawn.run_unconfined([*command, str(path)], "editor")
             except SuspendNotSupported:
                 command = None  # no terminal to hand over: edit in the app instead
             except OSError as e:

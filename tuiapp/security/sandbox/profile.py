@@ -1,0 +1,100 @@
+"""The resolved profile of one child: the default walls, `[sandbox]`, and the tool's or MCP
+server's own `[sandbox.tools.NAME]` / `[sandbox.servers.NAME]` entry.
+
+`[sandbox]` comes from kep.toml only when folder trust says so (tuiapp.config reads the
+project file through trust), so a checkout cannot widen its own walls before it is trusted,
+nor with entries it gained after."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tuiapp.security import hidden as hidden_list
+from tuiapp.security.sandbox.base import Network, Profile
+from tuiapp.settings import paths
+from tuiapp.settings.config_types import SandboxConfig, SandboxRule
+
+# Inside the root, kept read-only: what kep or git reads as code or rules, so a tool cannot
+# plant a hook, a rule, a new tool or a prompt. `.envrc` is run by direnv on `cd`.
+READONLY_NAMES: tuple[str, ...] = (
+    ".git", "kep.toml", "mcp.json", ".mcp.json", "prompts", "functions", "functions.json",
+    "extensions", "tools", "agents", ".envrc", ".gitmodules",
+)
+# The `.env` search below the root skips these (large, and never a project's own `.env`).
+SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox",
+                       ".mypy_cache", ".pytest_cache", "site-packages", "dist", "build"})
+DOTENV_DEPTH = 4
+DOTENV_DIRS = 2000  # folders looked at, at most, per search
+
+
+def _abs(p: str | Path, root: Path) -> Path:
+    q = Path(os.path.expanduser(str(p)))
+    return Path(os.path.realpath(q if q.is_absolute() else root / q))
+
+
+def dotenv_files(root: Path) -> list[Path]:
+    """The project's `.env` files: the root's own and those a few folders down."""
+    found: list[Path] = []
+    todo = [(root, 0)]
+    seen = 0
+    while todo and seen < DOTENV_DIRS:
+        folder, depth = todo.pop()
+        seen += 1
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in entries:
+            if hidden_list.is_dotenv_name(e.name):
+                found.append(Path(e.path))
+            elif depth < DOTENV_DEPTH and e.name not in SKIP_DIRS and e.is_dir(
+                    follow_symlinks=False):
+                todo.append((Path(e.path), depth + 1))
+    return sorted(found)
+
+
+def private_cache() -> Path:
+    """Runtimes' caches inside the sandbox (npm, pip, Python bytecode): kep's own, not the
+    user's real ones, which stay read-only (a tool must not poison them for the user)."""
+    return paths.cache_dir() / "sandbox-cache"
+
+
+def resolve(settings: SandboxConfig, root: Path, *, tool: str | None = None,
+            server: str | None = None, tool_dirs: tuple[str, ...] = (),
+            call_files: tuple[Path, ...] = (), dotenvs: list[Path] | None = None) -> Profile:
+    root = Path(os.path.realpath(root))
+    rule: SandboxRule | None = None
+    if tool is not None:
+        rule = settings.tools.get(tool)
+    elif server is not None:
+        rule = settings.servers.get(server)
+    network: Network = settings.network
+    writable = list(settings.writable)
+    extra_hidden = list(settings.hidden)
+    if rule is not None:
+        network = rule.network if rule.network is not None else network
+        writable += rule.writable
+        extra_hidden += rule.hidden
+    readonly = [root / n for n in READONLY_NAMES]
+    visible = []
+    for d in tool_dirs:
+        p = _abs(d, root)
+        if p != root and root in p.parents:
+            readonly.append(p)
+        elif p != root and p != Path("/"):
+            visible.append(p)
+    hidden = [Path(os.path.realpath(p)) for p in hidden_list.hidden_paths(extra_hidden)]
+    hidden += dotenvs if dotenvs is not None else dotenv_files(root)
+    return Profile(
+        root=root,
+        readonly=tuple(dict.fromkeys(readonly)),
+        hidden=tuple(dict.fromkeys(hidden)),
+        writable=tuple(dict.fromkeys(_abs(w, root) for w in writable)),
+        visible=tuple(dict.fromkeys(visible)),
+        network=network,
+        cache=private_cache(),
+        call_files=call_files,
+        enabled=settings.enabled,
+        required=settings.required,
+    )

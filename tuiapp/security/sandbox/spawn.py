@@ -1,0 +1,360 @@
+"""The one place kep starts a process. Every child (tool calls, listers, the fork server, MCP
+stdio servers, `.prompt` `.cmd` calls, workbench runs) is started here, wrapped by the sandbox
+mechanism with its resolved profile. Two children are started unconfined, on purpose and by
+name: kep's own watchdog (it must see and kill what kep started) and the user's editor (the
+user's own action on a tool's source). tests/unit/test_one_spawner.py fails if any other
+module starts a process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from tuiapp.security.sandbox import profile as profiles
+from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
+from tuiapp.security.sandbox.bubblewrap import Bubblewrap
+from tuiapp.security.sandbox.none import NoSandbox
+from tuiapp.settings.config_types import Config, SandboxConfig
+
+Kind = Literal["tool", "lister", "forkserver", "mcp"]
+Unconfined = Literal["watchdog", "editor"]
+
+
+class SandboxRequired(OSError):
+    """`[sandbox] required = true` and the walls cannot be built here: nothing is started."""
+
+
+@dataclass
+class _State:
+    settings: SandboxConfig
+    root: Path | None = None
+    tool_dirs: tuple[str, ...] = ()
+    dotenvs: list[Path] | None = None
+    mechanism: Mechanism | None = None
+    warned: bool = False
+    asker: Any = None
+    proxy: Any = None  # proxy.Proxy once the network namespace is up
+    proxy_loop: Any = None
+    holder: subprocess.Popen[bytes] | None = None
+    holder_pid: int = 0
+    port: int = 0
+    net_failed: str | None = None  # why the shared network could not be set up
+
+
+_state = _State(SandboxConfig())
+# Where the one-line notices go (the CLI prints them; tests collect them).
+notice: Callable[[str], None] = lambda line: print(f"kep: {line}", file=sys.stderr)  # noqa: E731
+
+
+def configure(settings: SandboxConfig, root: Path | None, tool_dirs: Sequence[str] = ()) -> None:
+    """The opened project's `[sandbox]` (already trust-gated) and root."""
+    _state.settings = settings
+    _state.root = Path(os.path.realpath(root)) if root is not None else None
+    _state.tool_dirs = tuple(tool_dirs)
+    _state.dotenvs = None  # searched again on next use
+
+
+def use_config(config: Config) -> None:
+    """configure() from a loaded Config (the registry and the runner call it)."""
+    dirs = (*config.tools.dirs, *(src.path for src in config.tools.sources))
+    if (_state.settings is config.sandbox and _state.root is not None
+            and _state.root == Path(os.path.realpath(config.project_root))
+            and _state.tool_dirs == dirs):
+        return  # unchanged: keep the `.env` search done already
+    configure(config.sandbox, config.project_root, dirs)
+
+
+def settings() -> SandboxConfig:
+    return _state.settings
+
+
+def mechanism() -> Mechanism:
+    """The mechanism in use, probed once per process."""
+    if _state.mechanism is not None:
+        return _state.mechanism
+    if os.environ.get("KEP_SANDBOX_MECHANISM") == "none":  # tests of the fallback
+        mech: Mechanism = NoSandbox("turned off for this process (KEP_SANDBOX_MECHANISM=none)")
+    elif not sys.platform.startswith("linux"):
+        mech = NoSandbox(f"no sandbox mechanism for {sys.platform} yet")
+    else:
+        bw = Bubblewrap()
+        why = bw.missing() or _probe(bw)
+        mech = NoSandbox(why) if why else bw
+    _state.mechanism = mech
+    return mech
+
+
+def _probe(mech: Mechanism) -> str | None:
+    argv = mech.probe_argv()
+    if not argv:
+        return None
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"{mech.name} cannot run here: {e}"
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.decode(errors="replace").strip().splitlines()
+    return (f"{mech.name} cannot make its namespaces here (are unprivileged user namespaces "
+            f"turned off?): {lines[-1] if lines else f'exit {done.returncode}'}")
+
+
+def status_line() -> str | None:
+    """One line when tools run without walls (said once, at start), else None."""
+    if not _state.settings.enabled:
+        return "sandbox: off ([sandbox] enabled = false): tools run without the kernel walls"
+    why = mechanism().missing()
+    if why is None:
+        return None
+    if _state.settings.required:
+        return f"sandbox: unavailable, and [sandbox] required = true: no tool will run ({why})"
+    return f"sandbox: unavailable, tools run without the kernel walls: {why}"
+
+
+def _warn_once() -> None:
+    """The mechanism is missing: said once (`enabled = false` is a config warning)."""
+    if not _state.warned and _state.settings.enabled:
+        _state.warned = True
+        line = status_line()
+        if line:
+            notice(line)
+
+
+def needs_proxy(settings: SandboxConfig) -> bool:
+    """Does any child's profile let it reach the network through kep (ask or a host list)?"""
+    nets = [settings.network, *(r.network for r in (*settings.tools.values(),
+                                                    *settings.servers.values()))]
+    return any(n is not None and n not in ("off", "on") for n in nets)
+
+
+def set_network_asker(asker: Any) -> None:
+    """Who answers "may this tool reach this host?" (the TUI's panel, `kep run --yes`)."""
+    _state.asker = asker
+    if _state.proxy is not None:
+        _state.proxy.asker = asker
+
+
+async def _ensure_probed() -> None:
+    if _state.mechanism is None:  # the one-time probe runs a process: not on the loop
+        await asyncio.to_thread(mechanism)
+
+
+async def _ensure_network() -> None:
+    """Start kep's proxy and the shared namespace holding the bridge, once, when needed."""
+    if _state.mechanism is None:  # the one-time probe runs a process: not on the loop
+        await asyncio.to_thread(mechanism)
+    loop = asyncio.get_running_loop()
+    if _state.proxy is not None and (_state.proxy_loop is not loop or not _holder_alive()):
+        stop_network()  # a new event loop (a test, `kep sandbox`): the old server is gone
+    if (_state.proxy is not None or _state.net_failed or not _state.settings.enabled
+            or not needs_proxy(_state.settings) or mechanism().missing() is not None):
+        return
+    from tuiapp.security.sandbox import bridge
+    from tuiapp.security.sandbox.proxy import Proxy
+
+    proxy = Proxy()
+    proxy.asker = _state.asker
+    port = 20000 + int.from_bytes(os.urandom(2), "big") % 40000
+    argv = mechanism().holder_argv([visible_python(), "-I", "-S", bridge.__file__, str(port),
+                                    proxy.path], proxy.dir)
+    if argv is None:
+        _state.net_failed = f"{mechanism().name} cannot hold a shared network namespace"
+        return
+    try:
+        await proxy.start()
+        # kep's own helper: the bridge in the namespace every call with network joins
+        holder = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, start_new_session=True,
+                                  close_fds=True)
+        info = await asyncio.to_thread(_ready, holder)
+        if info is None:
+            raise OSError("the network namespace did not come up")
+        _state.holder, _state.holder_pid, _state.port = holder, info, port
+        _state.proxy, _state.proxy_loop = proxy, loop
+    except OSError as e:
+        _state.net_failed = f"no network through kep: {e}"
+        notice(f"sandbox: {_state.net_failed}; tools get no network")
+        await proxy.close()
+
+
+def _ready(holder: subprocess.Popen[bytes]) -> int | None:
+    """The holder's pid (its namespaces are the ones calls join), once its bridge listens."""
+    assert holder.stdout is not None
+    return holder.pid if holder.stdout.readline().strip() == b"ready" else None
+
+
+def stop_network() -> None:
+    """End the holder (its bridge) and forget the proxy."""
+    if _state.holder is not None:
+        with contextlib.suppress(OSError):
+            _state.holder.kill()
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            _state.holder.wait(2)
+    if _state.proxy is not None and _state.proxy.server is not None:
+        _state.proxy.server.close()
+    _state.holder, _state.proxy, _state.proxy_loop = None, None, None
+
+
+def visible_python() -> str:
+    """An interpreter a sandboxed child can run: this one, unless it lives under /tmp (private
+    inside the walls), then python3 from PATH."""
+    import shutil
+
+    if not os.path.abspath(sys.executable).startswith("/tmp/"):
+        return sys.executable
+    return shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or sys.executable
+
+
+def _holder_alive() -> bool:
+    return _state.holder is not None and _state.holder.poll() is None
+
+
+def profile_for(cwd: Path | str | None, *, tool: str | None = None, server: str | None = None,
+                call_files: Sequence[Path] = ()) -> Profile:
+    """The profile of one child started in `cwd`. The root is the opened project's when `cwd`
+    lies inside it, else `cwd` itself (a child kep starts elsewhere gets that folder)."""
+    here = Path(os.path.realpath(cwd if cwd is not None else os.getcwd()))
+    root = _state.root
+    if root is None or not (here == root or root in here.parents):
+        root, dotenvs = here, None
+    else:
+        if _state.dotenvs is None:
+            _state.dotenvs = profiles.dotenv_files(root)
+        dotenvs = _state.dotenvs
+    return profiles.resolve(_state.settings, root, tool=tool, server=server,
+                            tool_dirs=_state.tool_dirs, call_files=tuple(call_files),
+                            dotenvs=dotenvs)
+
+
+def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, str] | None,
+            kind: Kind, tool: str | None = None, server: str | None = None,
+            call_files: Sequence[Path] = (), visible: Sequence[Path] = ()) -> Wrapped:
+    """The command and environment that run `argv` behind the walls. Raises SandboxRequired
+    when they cannot be built and the settings require them."""
+    _warn_once()
+    if not _state.settings.enabled:
+        return Wrapped(list(argv), dict(env) if env is not None else None)
+    mech = mechanism()
+    if mech.missing() is not None:
+        if _state.settings.required:
+            raise SandboxRequired(f"sandbox required but unavailable: {mech.missing()}")
+        return Wrapped(list(argv), dict(env) if env is not None else None)
+    _precheck(argv, env, cwd)
+    prof = profile_for(cwd, tool=tool, server=server, call_files=call_files)
+    if visible:
+        prof = dataclasses.replace(prof, visible=(*prof.visible, *visible))
+    if kind in ("lister", "forkserver"):
+        prof = dataclasses.replace(prof, network="off")  # listing a tool needs no network
+    elif prof.network not in ("off", "on") and _state.proxy is not None and _holder_alive():
+        token = _state.proxy.register(tool or server or "?", prof.network)
+        prof = dataclasses.replace(
+            prof, proxy=(_state.holder_pid, f"http://{token}:x@127.0.0.1:{_state.port}"))
+    return mech.wrap(prof, argv, env, Path(cwd) if cwd is not None else None)
+
+
+def active() -> bool:
+    """True when children run behind the walls."""
+    return _state.settings.enabled and mechanism().missing() is None
+
+
+def walls_hit(text: str, *, cwd: Path | str | None, tool: str | None = None) -> list[str]:
+    """The walls a call that printed `text` ran into (none when there are no walls)."""
+    if not active() or not text:
+        return []
+    from tuiapp.security.sandbox import denials
+
+    return denials.explain(text, profile_for(cwd, tool=tool),
+                           Path(cwd) if cwd is not None else None)
+
+
+def _precheck(argv: Sequence[str], env: Mapping[str, str] | None,
+              cwd: Path | str | None) -> None:
+    """Raise what exec would for a command that cannot start (ENOENT, EACCES, ENOEXEC): inside
+    the walls it would fail in the mechanism's own exec, as a run that printed an error."""
+    import errno
+    import shutil
+
+    if cwd is not None and not os.path.isdir(cwd):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(cwd))
+    if not argv:
+        raise FileNotFoundError(errno.ENOENT, "no command")
+    name = argv[0]
+    if "/" in name:
+        path = name if os.path.isabs(name) or cwd is None else os.path.join(cwd, name)
+    else:
+        found = shutil.which(name, path=(env or os.environ).get("PATH", os.defpath))
+        if found is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+        path = found
+    if not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError as e:
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name) from e
+    if head.startswith(b"\x7fELF"):
+        return
+    if not head.startswith(b"#!"):
+        raise OSError(errno.ENOEXEC, os.strerror(errno.ENOEXEC), name)
+    interp = head[2:].split(b"\n", 1)[0].strip().split()
+    if not interp or not os.path.exists(interp[0]):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+
+
+# ---- the starters: each wraps, then starts ---------------------------------------------------
+
+
+async def exec_protocol(loop: asyncio.AbstractEventLoop, factory: Callable[[], Any],
+                        argv: Sequence[str], *, cwd: Path | str | None,
+                        env: Mapping[str, str] | None, kind: Kind, tool: str | None = None,
+                        call_files: Sequence[Path] = (), **kw: Any) -> Any:
+    """loop.subprocess_exec behind the walls (tool calls and listers, tools/proc.py)."""
+    await _ensure_network() if kind != "lister" else await _ensure_probed()
+    w = prepare(argv, cwd=cwd, env=env, kind=kind, tool=tool, call_files=call_files)
+    return await loop.subprocess_exec(factory, *w.argv, cwd=cwd, env=w.env, **kw)
+
+
+async def create_exec(argv: Sequence[str], *, cwd: Path | str | None,
+                      env: Mapping[str, str] | None, kind: Kind, tool: str | None = None,
+                      **kw: Any) -> asyncio.subprocess.Process:
+    """asyncio.create_subprocess_exec behind the walls (the fork server)."""
+    await _ensure_network() if kind not in ("lister", "forkserver") else await _ensure_probed()
+    w = prepare(argv, cwd=cwd, env=env, kind=kind, tool=tool)
+    return await asyncio.create_subprocess_exec(*w.argv, cwd=cwd, env=w.env, **kw)
+
+
+async def open_process(argv: Sequence[str], *, cwd: Path | str | None,
+                       env: Mapping[str, str] | None, server: str | None = None,
+                       **kw: Any) -> Any:
+    """anyio.open_process behind the walls (MCP stdio servers)."""
+    import anyio
+
+    await _ensure_network()
+    # Files the server's own command names (a script outside the root, under /tmp): shown
+    # read-only, as tool folders outside the root are (hidden paths stay hidden).
+    shown = [Path(os.path.realpath(a)) for a in argv[1:] if os.path.isabs(a) and os.path.exists(a)]
+    w = prepare(argv, cwd=cwd, env=env, kind="mcp", server=server, visible=shown)
+    return await anyio.open_process(w.argv, cwd=cwd, env=w.env, **kw)
+
+
+def popen_unconfined(argv: Sequence[str], why: Unconfined, **kw: Any) -> subprocess.Popen[bytes]:
+    """A child that must stay outside the walls, named by why (see the module docstring)."""
+    return subprocess.Popen(argv, **kw)
+
+
+def run_unconfined(argv: Sequence[str], why: Unconfined, **kw: Any
+                   ) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(argv, check=False, **kw)
