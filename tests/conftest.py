@@ -53,6 +53,16 @@ def session_trust(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def fresh_provider_lessons() -> Iterator[None]:
+    """What a model refused is learned per process: each test starts with nothing learned."""
+    from tuiapp.providers import optional_fields
+
+    optional_fields.forget()
+    yield
+    optional_fields.forget()
+
+
+@pytest.fixture(autouse=True)
 def isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Path:

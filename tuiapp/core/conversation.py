@@ -178,7 +178,7 @@ class Conversation:
                                         item.cached_tokens, item.reasoning_tokens, cost)
                     self._flush_text()
                     self.emit(self.usage)
-                elif isinstance(item, Retrying):
+                elif isinstance(item, (Retrying, Notice)):
                     self._flush_text()
                     self.emit(item)
                 elif isinstance(item, StreamEnd):

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from tuiapp.config_types import ProviderConfig
-from tuiapp.core.events import ReasoningDelta, Retrying, TextDelta, Usage
+from tuiapp.core.events import Notice, ReasoningDelta, Retrying, TextDelta, Usage
 from tuiapp.core.messages import Message, Reasoning, ToolCall
 from tuiapp.tools.model import ToolSpec
 
@@ -22,8 +22,9 @@ class StreamEnd:
 
 
 # What Provider.stream yields. Tool calls are yielded whole, once their arguments are complete;
-# Reasoning (what the API needs back with this reply) once, before StreamEnd.
-StreamItem = TextDelta | ReasoningDelta | Reasoning | ToolCall | Usage | StreamEnd
+# Reasoning (what the API needs back with this reply) once, before StreamEnd; a Notice (an
+# optional field the model refused, learned) before any output.
+StreamItem = TextDelta | ReasoningDelta | Reasoning | ToolCall | Usage | Notice | StreamEnd
 
 
 class ProviderFailure(Exception):
@@ -108,7 +109,7 @@ async def stream_with_retries(
         started = False
         try:
             async for item in provider.stream(messages, tools, system):
-                started = True
+                started = started or not isinstance(item, Notice)
                 yield item
             return
         except ProviderFailure as e:
