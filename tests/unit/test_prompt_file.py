@@ -25,9 +25,9 @@ from tuiapp.core.prompt_file import PromptError, load, parse
 from tuiapp.core.prompt_run import PromptRun
 from tuiapp.core.prompt_statements import entry_matches
 from tuiapp.core.prompt_variables import substitute
+from tuiapp.core.system_prompt import base_prompt
 from tuiapp.providers.base import Provider, StreamEnd, StreamItem
 from tuiapp.tools.model import ToolSpec
-from tuiapp.workspace import BASE_PROMPT
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "prompts"
 
@@ -242,7 +242,7 @@ def test_every_statement_against_the_fake_server(project: Path) -> None:
     assert len(requests) == 2  # the .user after .exit is never sent
     first, second = (q.body for q in requests)
     system = {"role": "system",
-              "content": BASE_PROMPT + "\n\nYou write about kep.\n  Keep it short."}
+              "content": base_prompt(root.resolve()) + "\n\nYou write about kep.\n  Keep it short."}
     user1 = ("Hello from Ann, about kep:\nline two, continued\n"
              "Data file with <<not_a_var>> inside.\n"
              "A .text statement, added to the same message.\nnote A\nnote B\n"

@@ -11,9 +11,9 @@ from conftest import KEP, kep_env
 
 from tuiapp import config
 from tuiapp.core.session_start import prepare
-from tuiapp.core.system_prompt import build_system_prompt, compose
+from tuiapp.core.system_prompt import base_prompt, build_system_prompt, compose
 from tuiapp.tools.model import ToolSpec
-from tuiapp.workspace import BASE_PROMPT, Workspace
+from tuiapp.workspace import Workspace
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 NO_ARGS: dict[str, object] = {"type": "object", "properties": {}}
@@ -54,8 +54,9 @@ def test_show_system_with_a_prompt_packs_and_aitools(tmp_path: Path) -> None:
                                    '[[tools.sources]]\nformat = "aitool"\npath = "mytools"\n')
     plain = run_show(root)
     assert plain.returncode == 0, plain.stderr
+    base = base_prompt(root.resolve())
     assert plain.stdout == (
-        f"{BASE_PROMPT}\n\n## Notes\n\nManage project notes and milestones.\nAlways name the "
+        f"{base}\n\n## Notes\n\nManage project notes and milestones.\nAlways name the "
         "project you touched.\n\n## calc\n\nUse calc for arithmetic.\n\n## read_file\n\n"
         "**Tool: `read_file`** Use it to read a text file.\n")
     # A prompt's .system joins in; its .functions keeps only the Notes pack's tools.
@@ -64,7 +65,7 @@ def test_show_system_with_a_prompt_packs_and_aitools(tmp_path: Path) -> None:
     narrowed = run_show(root, "--prompt", "notes", "--set", "project=kep")
     assert narrowed.returncode == 0, narrowed.stderr
     assert narrowed.stdout == (
-        f"{BASE_PROMPT}\n\nWork on kep.\n\n## Notes\n\nManage project notes and milestones.\n"
+        f"{base}\n\nWork on kep.\n\n## Notes\n\nManage project notes and milestones.\n"
         "Always name the project you touched.\n")
 
 

@@ -115,7 +115,11 @@ async def _show_system(ws: Workspace, plan: StartPlan | None) -> None:
             fail(str(e).removesuffix("\nnothing was sent"), e.code)
         for note in plan.prompt.notices if plan.prompt else plan.notices:
             print(f"kep: {note}", file=sys.stderr)
-    print(ws.system_prompt())
+    from tuiapp.core import project_instructions
+
+    if note := project_instructions.load(ws.config).note:
+        print(f"kep: {printable(note)}", file=sys.stderr)
+    print(printable(ws.system_prompt()))
 
 
 # Headless runs give MCP servers this long to list their tools before the first request. A
