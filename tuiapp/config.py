@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tuiapp import paths, trust
+from tuiapp import config_models, paths, trust
+from tuiapp.config_models import REASONING_LEVELS  # noqa: F401 - the palette's list
 from tuiapp.config_reader import (
     TableReader,
     count_at_least_one,
@@ -37,40 +38,6 @@ from tuiapp.config_types import (
     ToolsConfig,
 )
 
-REASONING_LEVELS = ("off", "low", "medium", "high")
-PRICE_KEYS = ("input", "output", "cached_input")
-
-
-def _price_table(r: TableReader, key: str) -> dict[str, float] | None:
-    """[….prices] input / output (required) and cached_input: per million tokens."""
-    if key not in r.table:
-        return None
-    pr = r.sub(key)
-    table = {}
-    for k in pr.table:
-        if k not in PRICE_KEYS:
-            raise pr.error(k, f"unknown price; use {', '.join(PRICE_KEYS)} (per million tokens)")
-        v = pr.get(k, float)
-        if v < 0:
-            raise pr.error(k, "a price cannot be negative")
-        table[k] = v
-    for k in ("input", "output"):
-        if k not in table:
-            raise pr.error(k, "required (price per million tokens)")
-    return table
-
-
-def _prices(pr: TableReader) -> dict[str, dict[str, float]]:
-    """[providers.X.prices] for every model, [providers.X.models."M"] prices = {…} for one."""
-    out: dict[str, dict[str, float]] = {}
-    if (table := _price_table(pr, "prices")) is not None:
-        out[""] = table
-    models = pr.sub("models")
-    for model in models.table:
-        if (table := _price_table(models.sub(model), "prices")) is not None:
-            out[model] = table
-    return out
-
 
 def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Config:
     r = TableReader(file, data)
@@ -87,6 +54,8 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
                 f"providers.{name}.api",
                 'required for a new provider: "responses", "chat" or "anthropic"',
             )
+        prices, by_model = config_models.per_model(pr)
+        own = config_models.options(pr, base.reasoning if base else None)
         providers[name] = ProviderConfig(
             name=name,
             api=api,
@@ -94,8 +63,10 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
             api_key_env=pr.get("api_key_env", str, base.api_key_env if base else None),
             headers=pr.str_map("headers"),
             default_model=pr.get("default_model", str, base.default_model if base else None),
-            reasoning=pr.choice("reasoning", REASONING_LEVELS, base.reasoning if base else None),
-            prices=_prices(pr),
+            reasoning=own.reasoning,
+            prices=prices,
+            options=own,
+            model_options=by_model,
         )
 
     ar = r.sub("approval")

@@ -13,6 +13,7 @@ from tuiapp.core import policy
 from tuiapp.core.approval_flow import Approval, Approver, Cleared, clear
 from tuiapp.core.events import (
     UNFINISHED_STOPS,
+    ContextUsed,
     Event,
     MessageAdded,
     Notice,
@@ -69,6 +70,7 @@ class Conversation:
     allow_only: Callable[[str], bool] | None = None  # `.functions` allow-list of a prompt
     # [tools] bounds: include/exclude, description cap, max_offered, max_calls_per_reply.
     tool_settings: Callable[[], ToolsConfig] = ToolsConfig
+    context: ContextUsed | None = None  # of the last request that reported usage
 
     def __post_init__(self) -> None:
         self._warned = False  # an oversized offer is warned about once
@@ -178,6 +180,10 @@ class Conversation:
                                         item.cached_tokens, item.reasoning_tokens, cost)
                     self._flush_text()
                     self.emit(self.usage)
+                    if item.input_tokens:
+                        self.context = ContextUsed(item.input_tokens,
+                                                   self.provider.context_window())
+                        self.emit(self.context)
                 elif isinstance(item, (Retrying, Notice)):
                     self._flush_text()
                     self.emit(item)

@@ -92,6 +92,19 @@ class Usage(Event):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class ContextUsed(Event):
+    """How full the model's context is: the input tokens the provider reported for the last
+    request, against the model's window (None: not known; set `context_window`)."""
+
+    tokens: int
+    window: int | None = None
+
+    @property
+    def fraction(self) -> float | None:
+        return self.tokens / self.window if self.window else None
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class Retrying(Event):
     attempt: int
     delay: float

@@ -54,8 +54,11 @@ class Provider(ABC):
     def __init__(self, config: ProviderConfig, model: str) -> None:
         self.config = config
         self.model = model
-        # "off" | "low" | "medium" | "high", or None for the API's default; the palette sets it.
-        self.reasoning: str | None = config.reasoning
+        options = config.options_for(model)
+        # Each None: the API's default. The palette sets them for the session.
+        self.reasoning: str | None = options.reasoning  # "off" | "low" | "medium" | "high"
+        self.temperature: float | None = options.temperature
+        self.max_output_tokens: int | None = options.max_output_tokens
 
     @property
     def label(self) -> str:
@@ -65,6 +68,12 @@ class Provider(ABC):
     def origin(self) -> str:
         """Where reasoning comes from; only reasoning of the same origin is sent back."""
         return f"{self.config.api}|{self.config.name}|{self.model}"
+
+    def context_window(self) -> int | None:
+        """Tokens the model's context holds, when configured or known."""
+        from tuiapp.providers.context_windows import context_window
+
+        return context_window(self.config, self.model)
 
     def cost(self, usage: Usage) -> float | None:
         """The price of one request's tokens, when prices are configured for this model."""

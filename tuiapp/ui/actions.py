@@ -140,6 +140,7 @@ class SessionActions(App[int]):
         footer = self.query_one(StatusFooter)
         footer.session_id, footer.state = session_id, "idle"
         footer.base_usage, footer.usage = self.session_usage(session_id), Usage()
+        footer.context = None
         prompt = self.query_one(PromptInput)
         for m in history:
             if m.role == "user":
@@ -237,7 +238,8 @@ class SessionActions(App[int]):
         except ModelError as e:
             self.notify(str(e), title="Cannot use that model", severity="error", timeout=10)
             return
-        self.query_one(StatusFooter).model = name
+        footer = self.query_one(StatusFooter)
+        footer.model, footer.context = name, None  # another window: known at the next reply
         self.notify(f"Model: {name} (from the next message on)")
 
     def choose_reasoning(self) -> None:

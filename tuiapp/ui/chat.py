@@ -76,7 +76,9 @@ class LazyProvider(Provider):
     async def stream(self, messages: Sequence[Message], tools: Sequence[ToolSpec],
                      system: str | None) -> AsyncIterator[StreamItem]:
         real = await self._get()
-        real.reasoning = self.reasoning  # the palette sets it here
+        # the palette sets them here
+        real.reasoning, real.temperature = self.reasoning, self.temperature
+        real.max_output_tokens = self.max_output_tokens
         async for item in real.stream(messages, tools, system):
             yield item
 

@@ -13,6 +13,7 @@ from textual.app import App
 from textual.worker import Worker, WorkerState
 
 from tuiapp.core.events import (
+    ContextUsed,
     MessageAdded,
     RegistryChanged,
     ToolCallDecided,
@@ -136,6 +137,8 @@ class ConversationRouting(App[int]):
             self.set_state("streaming")
         elif isinstance(event, Usage):
             self.query_one(StatusFooter).usage = event
+        elif isinstance(event, ContextUsed):
+            self.query_one(StatusFooter).context = event
         elif isinstance(event, TurnEnded):
             self.set_state("error" if event.stop_reason == "error" else "idle")
             self.approval.drop_closed()
