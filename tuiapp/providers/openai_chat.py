@@ -149,13 +149,20 @@ class ChatProvider(SdkProvider):
             extra["stream_options"] = {"include_usage": True}
         if "reasoning_effort" not in refused and self.reasoning in ("low", "medium", "high"):
             extra["reasoning_effort"] = self.reasoning
+        if self.temperature is not None and "temperature" not in refused:
+            extra["temperature"] = self.temperature
+        # OpenAI itself wants max_completion_tokens (its reasoning models refuse max_tokens);
+        # compatible servers know max_tokens.
+        cap = "max_completion_tokens" if self._url == DEFAULT_URL else "max_tokens"
+        if self.max_output_tokens is not None and cap not in refused:
+            extra[cap] = self.max_output_tokens
         return extra
 
     async def _open(self, kwargs: dict[str, Any]) -> tuple[Any, str | None]:
         """The stream, and the notice of what was learned opening it (once per model)."""
         client = self._get_client()
         try:
-            for _ in range(3):  # at most one retry per optional parameter
+            for _ in range(5):  # at most one retry per optional parameter
                 extra = self._optional()
                 try:
                     stream = await client.chat.completions.create(**kwargs, **extra)

@@ -36,7 +36,8 @@ INCLUDE = ["reasoning.encrypted_content"]
 # name each in an error; and how the notice names them.
 OPTIONAL = {"include": ("include", "ncrypted content", "encrypted_content"),
             "reasoning.summary": ("reasoning.summary",),
-            "reasoning": ("'reasoning", "reasoning.effort")}
+            "reasoning": ("'reasoning", "reasoning.effort"),
+            "temperature": ("temperature",), "max_output_tokens": ("max_output_tokens",)}
 FIELD_NAMES = {"include": "include reasoning.encrypted_content"}
 # Reasoning item fields sent back (status is output-only).
 REASONING_KEYS = ("type", "id", "summary", "content", "encrypted_content")
@@ -165,6 +166,12 @@ class ResponsesProvider(SdkProvider):
                 param.pop("summary", None)
             if param:
                 out["reasoning"] = param
+        # The session's options (palette, config); a model that refuses one (reasoning
+        # models and temperature) is asked again without it, with the notice.
+        if self.temperature is not None and "temperature" not in refused:
+            out["temperature"] = self.temperature
+        if self.max_output_tokens is not None and "max_output_tokens" not in refused:
+            out["max_output_tokens"] = self.max_output_tokens
         return out
 
     async def _open(self, kwargs: dict[str, Any]) -> Any:

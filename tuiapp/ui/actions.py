@@ -242,21 +242,6 @@ class SessionActions(App[int]):
         footer.model, footer.context = name, None  # another window: known at the next reply
         self.notify(f"Model: {name} (from the next message on)")
 
-    def choose_reasoning(self) -> None:
-        current = self.chat.provider.reasoning
-        notes = {"off": "no thinking (or the least the model allows)",
-                 "low": "a little", "medium": "more", "high": "the most, slowest"}
-        choices = [SimpleCommand(level, (lambda v=level: self.set_reasoning(v)),
-                                 "current" if level == current else notes[level])
-                   for level in config.REASONING_LEVELS]
-        self.search_commands(choices, placeholder="Reasoning effort for this session…")
-
-    def set_reasoning(self, level: str) -> None:
-        """For this session's model from the next request on (kep.toml's
-        [providers.NAME] reasoning keeps the default)."""
-        self.chat.provider.reasoning = level
-        self.notify(f"Reasoning: {level} (from the next message on)")
-
     def action_toggle_thinking(self) -> None:
         from tuiapp.ui.widgets.thinking import ThinkingBlock
 

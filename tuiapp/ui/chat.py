@@ -202,8 +202,13 @@ class ChatSession:
         """Use another model from the next request on. Raises ModelError (message for the user)."""
         provider = LazyProvider(self.ws.config, name)
         provider.preload()
-        if provider.config is self.provider.config and self.provider.reasoning:
-            provider.reasoning = self.provider.reasoning  # same provider: keep the choice
+        if provider.config is self.provider.config:  # same provider: keep the session's choices
+            old = self.provider
+            provider.reasoning = old.reasoning or provider.reasoning
+            if old.temperature is not None:
+                provider.temperature = old.temperature
+            if old.max_output_tokens is not None:
+                provider.max_output_tokens = old.max_output_tokens
         self._retired.append(self.provider)
         self.provider, self.model = provider, name
         if self.conversation is not None:

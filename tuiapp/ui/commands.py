@@ -22,6 +22,10 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
                         app.choose_model)
     yield SystemCommand("Reasoning effort", "off, low, medium or high for this session's "
                         "model", app.choose_reasoning)
+    yield SystemCommand("Temperature", "How varied this session's replies are (0 to 2, or the "
+                        "model's default)", app.choose_temperature)
+    yield SystemCommand("Max output tokens", "The longest reply this session's model may "
+                        "write", app.choose_max_output)
     yield SystemCommand("Show or hide thinking", "Open or collapse every thinking block "
                         "(ctrl+b)", app.action_toggle_thinking)
     yield SystemCommand("Switch theme", "Pick a theme; the choice is saved to config",

@@ -1,0 +1,64 @@
+"""The session's model options from the palette: reasoning effort, temperature and the longest
+reply. Each applies to this session's model from the next request on; the config's values
+([providers.NAME] or its models."M" table) stay the defaults. Part of KepApp."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.app import App
+from textual.command import SimpleCommand
+
+from tuiapp.config_models import REASONING_LEVELS
+
+if TYPE_CHECKING:
+    from tuiapp.ui.chat import ChatSession
+
+
+class ModelOptionActions(App[int]):
+    if TYPE_CHECKING:
+        @property
+        def chat(self) -> ChatSession: ...
+
+    def choose_reasoning(self) -> None:
+        current = self.chat.provider.reasoning
+        notes = {"off": "no thinking (or the least the model allows)",
+                 "low": "a little", "medium": "more", "high": "the most, slowest"}
+        choices = [SimpleCommand(level, (lambda v=level: self.set_reasoning(v)),
+                                 "current" if level == current else notes[level])
+                   for level in REASONING_LEVELS]
+        self.search_commands(choices, placeholder="Reasoning effort for this session…")
+
+    def set_reasoning(self, level: str) -> None:
+        """For this session's model from the next request on (kep.toml's
+        [providers.NAME] reasoning keeps the default)."""
+        self.chat.provider.reasoning = level
+        self.notify(f"Reasoning: {level} (from the next message on)")
+
+    def choose_temperature(self) -> None:
+        current = self.chat.provider.temperature
+        notes = {None: "the model's default", 0.0: "the same answer each time",
+                 0.2: "focused", 0.7: "varied", 1.0: "creative"}
+        choices = [SimpleCommand("default" if t is None else f"{t:g}",
+                                 (lambda v=t: self.set_option("temperature", v)),
+                                 "current" if t == current else notes[t])
+                   for t in notes]
+        self.search_commands(choices, placeholder="Temperature for this session…")
+
+    def choose_max_output(self) -> None:
+        current = self.chat.provider.max_output_tokens
+        sizes: tuple[int | None, ...] = (None, 1024, 4096, 8192, 16384, 32768, 65536)
+        choices = [SimpleCommand("default" if n is None else f"{n:,} tokens",
+                                 (lambda v=n: self.set_option("max_output_tokens", v)),
+                                 "current" if n == current else
+                                 "the API's default" if n is None else None)
+                   for n in sizes]
+        self.search_commands(choices, placeholder="Longest reply for this session…")
+
+    def set_option(self, name: str, value: float | int | None) -> None:
+        """temperature or max_output_tokens for this session's model, from the next request
+        (the config's values stay the default)."""
+        setattr(self.chat.provider, name, value)
+        shown = "default" if value is None else f"{value:g}"
+        self.notify(f"{name.replace('_', ' ').capitalize()}: {shown} (from the next message on)")
+
