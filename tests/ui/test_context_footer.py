@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from tui_helpers import SIZE, ScriptedProvider, app_for, make_project, send, until, wait_idle
 
-from tuiapp.core.events import TextDelta, Usage
+from tuiapp.vocab.events import TextDelta, Usage
 from tuiapp.providers.base import StreamEnd
 from tuiapp.ui.widgets.status_footer import StatusFooter
 

@@ -11,9 +11,9 @@ import pytest
 from fakes.llm_server import FakeLLMServer
 from shapes_testutil import Make, Run, providers, serving
 
-from tuiapp.config import parse
-from tuiapp.config_types import ConfigError, ProviderConfig
-from tuiapp.core.events import ContextUsed
+from tuiapp.settings.config import parse
+from tuiapp.settings.config_types import ConfigError, ProviderConfig
+from tuiapp.vocab.events import ContextUsed
 from tuiapp.providers.context_windows import context_window, known_window
 
 

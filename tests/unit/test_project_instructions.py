@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 from conftest import KEP, kep_env
 
-from tuiapp import config
-from tuiapp.core import project_instructions
-from tuiapp.core.system_prompt import build_system_prompt
-from tuiapp.workspace import Workspace
+from tuiapp.project import config
+from tuiapp.project import instructions as project_instructions
+from tuiapp.project.workspace import Workspace
 
 
 def prompt_of(root: Path) -> str:
-    return build_system_prompt(Workspace(config.load(root)))
+    return Workspace(config.load(root)).system_prompt()
 
 
 def show(root: Path, **env: str) -> subprocess.CompletedProcess[str]:

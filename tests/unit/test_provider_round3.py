@@ -13,7 +13,7 @@ from fakes import recorded
 from fakes.llm_server import FakeLLMServer
 from shapes_testutil import Make, Run, bodies, providers, serving
 
-from tuiapp.core.events import Notice, ProviderError, Retrying
+from tuiapp.vocab.events import Notice, ProviderError, Retrying
 
 
 @pytest.fixture
@@ -157,7 +157,7 @@ async def test_gemini_signature_survives_the_store_and_stays_with_its_model(
         make: Make, server: FakeLLMServer, tmp_path: object) -> None:
     from pathlib import Path
 
-    from tuiapp.core.store import Store
+    from tuiapp.conversation.store import Store
 
     server.add(recorded.gemini3_tool_call(), {"text": "ok"}, recorded.gemini3_followup("more"),
                {"text": "other"})

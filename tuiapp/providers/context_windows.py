@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from tuiapp.config_types import ProviderConfig
+from tuiapp.settings.config_types import ProviderConfig
 
 # First match wins: the more specific names come first. Matched against the model's last
 # path segment (OpenRouter's `openai/gpt-4o`, Bedrock's `openai.gpt-5.5`), lower case, without

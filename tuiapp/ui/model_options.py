@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from textual.app import App
 from textual.command import SimpleCommand
 
-from tuiapp.config_models import REASONING_LEVELS
+from tuiapp.settings.config_models import REASONING_LEVELS
 
 if TYPE_CHECKING:
     from tuiapp.ui.chat import ChatSession
