@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from tui_helpers import SIZE, ScriptedProvider, app_for, make_project, send, until, wait_idle
 
-from tuiapp.vocab.events import TextDelta, Usage
 from tuiapp.providers.base import StreamEnd
 from tuiapp.ui.widgets.status_footer import StatusFooter
+from tuiapp.vocab.events import TextDelta, Usage
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ import pytest
 from fakes.llm_server import FakeLLMServer
 from shapes_testutil import Make, Run, providers, serving
 
+from tuiapp.providers.context_windows import context_window, known_window
 from tuiapp.settings.config import parse
 from tuiapp.settings.config_types import ConfigError, ProviderConfig
 from tuiapp.vocab.events import ContextUsed
-from tuiapp.providers.context_windows import context_window, known_window
 
 
 @pytest.fixture

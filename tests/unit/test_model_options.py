@@ -13,10 +13,10 @@ from fakes import recorded
 from fakes.llm_server import FakeLLMServer
 from shapes_testutil import Make, Run, bodies, providers, serving
 
+from tuiapp.providers.openai_chat import ChatProvider
 from tuiapp.settings.config import parse
 from tuiapp.settings.config_types import ConfigError, ModelOptions, ProviderConfig
 from tuiapp.vocab.events import Notice, ProviderError
-from tuiapp.providers.openai_chat import ChatProvider
 
 
 @pytest.fixture

@@ -35,7 +35,6 @@ from tuiapp.providers.wire import (
     text_then_images,
     unique_id,
 )
-from tuiapp.settings.config_types import ProviderConfig
 from tuiapp.vocab.events import Notice, ReasoningDelta, TextDelta, Usage
 from tuiapp.vocab.messages import Message, Reasoning, ToolCall
 from tuiapp.vocab.tool_specs import ToolSpec

@@ -16,7 +16,7 @@ from textual.command import SimpleCommand
 from tuiapp.project import config as project_config
 from tuiapp.providers import ModelError, resolve_model
 from tuiapp.security import trust
-from tuiapp.settings import config, config_types, config_writer, paths
+from tuiapp.settings import config_types, config_writer, paths
 from tuiapp.ui import commands
 from tuiapp.ui.themes import save_theme_choice
 from tuiapp.ui.widgets.prompt_input import PromptInput

@@ -93,9 +93,30 @@ class ModelCommands(Provider):
     def _pick(self, name: str) -> None:
         cast("KepApp", self.app).switch_model(name)
 
+    async def _listed(self, known: dict[str, str]) -> dict[str, tuple[str, bool]]:
+        """What the providers' servers list (after the configured ones): name → (note,
+        pickable); a provider that could not be listed is one line, not pickable."""
+        out: dict[str, tuple[str, bool]] = {}
+        for listing in await cast("KepApp", self.app).model_lists():
+            if listing.error:
+                out[f"{listing.provider}: {listing.error}"] = ("cannot list models", False)
+            for model in listing.models:
+                name = f"{listing.provider}/{model}"
+                if name not in known:
+                    out.setdefault(name, (f"listed by {listing.provider}", True))
+        return out
+
+    def _unlisted(self, line: str) -> None:
+        self.app.notify(line, title="Model list", severity="warning")
+
     async def discover(self) -> Hits:
-        for name, note in self._models().items():
+        models = self._models()
+        for name, note in models.items():
             yield DiscoveryHit(literal(name, line=True), partial(self._pick, name),
+                               text=name, help=escaped(note))
+        for name, (note, pickable) in (await self._listed(models)).items():
+            yield DiscoveryHit(literal(name, line=True),
+                               partial(self._pick if pickable else self._unlisted, name),
                                text=name, help=escaped(note))
 
     async def search(self, query: str) -> Hits:
@@ -103,6 +124,10 @@ class ModelCommands(Provider):
         models = self._models()
         for name, note in models.items():
             if (score := matcher.match(name)) > 0:
+                yield Hit(score, highlighted(matcher, name), partial(self._pick, name),
+                          text=name, help=escaped(note))
+        for name, (note, pickable) in (await self._listed(models)).items():
+            if pickable and (score := matcher.match(name)) > 0:
                 yield Hit(score, highlighted(matcher, name), partial(self._pick, name),
                           text=name, help=escaped(note))
         typed = query.strip()

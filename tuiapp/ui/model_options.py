@@ -4,6 +4,7 @@ reply. Each applies to this session's model from the next request on; the config
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from textual.app import App
@@ -12,13 +13,26 @@ from textual.command import SimpleCommand
 from tuiapp.settings.config_models import REASONING_LEVELS
 
 if TYPE_CHECKING:
+    from tuiapp.project.workspace import Workspace
+    from tuiapp.providers.model_lists import ModelList
     from tuiapp.ui.chat import ChatSession
 
 
 class ModelOptionActions(App[int]):
+    ws: Workspace
+
     if TYPE_CHECKING:
         @property
         def chat(self) -> ChatSession: ...
+
+    async def model_lists(self) -> list[ModelList]:
+        """Each provider's `/models` (cached), for the model picker: the providers with a key
+        or none needed; the others show as "needs KEY" among the configured models."""
+        from tuiapp.providers.model_lists import list_models
+
+        ready = [p for p in self.ws.config.providers.values()
+                 if p.api != "offline" and (not p.api_key_env or p.api_key())]
+        return list(await asyncio.gather(*(list_models(p) for p in ready)))
 
     def choose_reasoning(self) -> None:
         current = self.chat.provider.reasoning
