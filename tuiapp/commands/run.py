@@ -24,6 +24,7 @@ from tuiapp.security import policy
 from tuiapp.security.display import StreamPrintable, json_printable, printable
 from tuiapp.vocab.events import (
     UNFINISHED_STOPS,
+    Compacted,
     Event,
     MessageAdded,
     Notice,
@@ -94,6 +95,10 @@ class Printer:
         elif isinstance(event, ProviderError):
             self._note(f"kep: provider error: {event.message}"
                        + (" (partial reply kept; retry with --continue)" if event.partial else ""))
+        elif isinstance(event, Compacted):
+            how = "automatically: the context was full" if event.automatic else "as asked"
+            self._note(f"kep: compacted {event.replaced} earlier messages into a summary "
+                       f"({how}); they stay in the session")
         elif isinstance(event, Notice):
             self._note(f"kep: {event.text}")
         elif isinstance(event, PromptOutput):  # a .prompt file's `.print`: its output

@@ -141,6 +141,7 @@ class Workspace:
             emit=emit,
             system=self.system_prompt,
             max_steps=self.config.max_steps,
+            compact_at=lambda: self.config.compact_at,
             history=list(history),
             env=os.environ,
             allow_only=self.start.allow_only if self.start else None,

@@ -38,6 +38,14 @@ from tuiapp.settings.config_types import (
 )
 
 
+def _share(r: TableReader, key: str, default: float) -> float:
+    """A share of something, above 0 and at most 1."""
+    v = r.get(key, float, default)
+    if not 0 < v <= 1:
+        raise r.error(key, f"must be above 0 and at most 1 (a share: 0.85 is 85%); got {v}")
+    return v
+
+
 def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Config:
     r = TableReader(file, data)
     providers = dict(BUILTIN_PROVIDERS)
@@ -46,7 +54,10 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         if not isinstance(table, dict):
             raise ConfigError(file, f"providers.{name}", "expected a table")
         base = providers.get(name)
-        api = pr.choice("api", ("responses", "chat", "anthropic"), base.api if base else None)
+        apis = ("responses", "chat", "anthropic")
+        if base is not None and base.api == "offline":  # (its context_window may be set)
+            apis += ("offline",)
+        api = pr.choice("api", apis, base.api if base else None)
         if api is None:
             raise ConfigError(
                 file,
@@ -165,6 +176,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         model=r.get("model", str),
         theme=r.get("theme", str, "dark"),
         max_steps=int(positive_number(r, "max_steps", 25)),
+        compact_at=_share(r, "compact_at", 0.85),
         providers=providers,
         approval=approval,
         tools=tools,

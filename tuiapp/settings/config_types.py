@@ -175,6 +175,8 @@ class Config(FrozenRecord):
     model: str | None = None
     theme: str = "dark"
     max_steps: int = 25
+    # Share of the model's context window that starts an automatic compaction (1: never).
+    compact_at: float = 0.85
     providers: dict[str, ProviderConfig] = field(default_factory=lambda: dict(BUILTIN_PROVIDERS))
     approval: ApprovalConfig = field(default_factory=ApprovalConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)

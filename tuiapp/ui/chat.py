@@ -198,6 +198,10 @@ class ChatSession:
     async def retry(self) -> str:
         return await self._conversation().retry()
 
+    async def compact(self) -> bool:
+        """Summarise the conversation so far (conversation.compaction)."""
+        return await self._conversation().compact()
+
     def switch_model(self, name: str) -> None:
         """Use another model from the next request on. Raises ModelError (message for the user)."""
         provider = LazyProvider(self.ws.config, name)

@@ -22,6 +22,9 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
                         app.choose_model)
     yield SystemCommand("Reasoning effort", "off, low, medium or high for this session's "
                         "model", app.choose_reasoning)
+    yield SystemCommand("Compact conversation", "Summarise the conversation so far with this "
+                        "model and go on from the summary (the messages stay in the session)",
+                        app.action_compact)
     yield SystemCommand("Temperature", "How varied this session's replies are (0 to 2, or the "
                         "model's default)", app.choose_temperature)
     yield SystemCommand("Max output tokens", "The longest reply this session's model may "

@@ -1,12 +1,14 @@
-"""The session's model options from the palette: reasoning effort, temperature and the longest
-reply. Each applies to this session's model from the next request on; the config's values
-([providers.NAME] or its models."M" table) stay the defaults. Part of KepApp."""
+"""The session's model from the palette: the model lists, compaction, and the options
+(reasoning effort, temperature, the longest reply). Each option applies to this session's
+model from the next request on; the config's values ([providers.NAME] or its models."M"
+table) stay the defaults. Part of KepApp."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import TYPE_CHECKING
 
+from textual import work
 from textual.app import App
 from textual.command import SimpleCommand
 
@@ -24,6 +26,27 @@ class ModelOptionActions(App[int]):
     if TYPE_CHECKING:
         @property
         def chat(self) -> ChatSession: ...
+        @property
+        def busy(self) -> bool: ...
+        def set_state(self, state: str) -> None: ...
+
+    def action_compact(self) -> None:
+        """The palette's "Compact conversation": summarise what came before, now."""
+        if self.busy:
+            self.notify("kep is still answering: compact when it is done.", severity="warning")
+            return
+        if not self.chat.history:
+            self.notify("Nothing to compact yet.")
+            return
+        self.set_state("streaming")
+        self._compact()
+
+    @work(exclusive=True, group="conversation", exit_on_error=False)
+    async def _compact(self) -> None:
+        try:
+            await self.chat.compact()
+        finally:
+            self.set_state("idle")
 
     async def model_lists(self) -> list[ModelList]:
         """Each provider's `/models` (cached), for the model picker: the providers with a key

@@ -121,6 +121,19 @@ class ProviderError(Event):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class Compacted(Event):
+    """The conversation so far was summarised: `replaced` messages left the context (they
+    stay in the session store), `kept` recent ones stayed after the summary. `automatic`:
+    the context reached the threshold; else asked for."""
+
+    replaced: int
+    kept: int
+    summary: str
+    tokens_before: int | None = None
+    automatic: bool = False
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class TurnEnded(Event):
     stop_reason: str  # "end_turn" | "max_steps" | "interrupted" | "error" | "tool_use" …
     steps: int = 0

@@ -261,7 +261,12 @@ class Transcript(VerticalScroll):
         return True
 
     def _message_added(self, message: Message) -> None:
-        if message.role == "user":
+        if message.summary_keeps is not None:  # a compaction: the context restarts here
+            from tuiapp.ui.widgets.compacted import CompactedMarker, dim_above
+
+            dim_above(self)
+            self.mount(CompactedMarker(message))
+        elif message.role == "user":
             self.add_user(message.content)
         elif message.role == "assistant":
             self._in_reply, self._batch = 0, None  # its tool calls come next
@@ -317,7 +322,11 @@ class Transcript(VerticalScroll):
         widgets: list[Widget] = []
         for i in range(start, end):
             m = messages[i]
-            if m.role == "user":
+            if m.summary_keeps is not None:
+                from tuiapp.ui.widgets.compacted import CompactedMarker
+
+                widgets.append(CompactedMarker(m))
+            elif m.role == "user":
                 widgets.append(UserMessage(m.content))
             elif m.role == "assistant":
                 thought = m.reasoning.text if m.reasoning else ""
