@@ -96,6 +96,11 @@ class ModelOptionActions(App[int]):
         """temperature or max_output_tokens for this session's model, from the next request
         (the config's values stay the default)."""
         setattr(self.chat.provider, name, value)
+        if name == "temperature" and value is not None and self.chat.provider.config.api == \
+                "anthropic":
+            self.notify("Anthropic's Messages API takes no temperature: this model's "
+                        "requests go without it.", severity="warning")
+            return
         shown = "default" if value is None else f"{value:g}"
         self.notify(f"{name.replace('_', ' ').capitalize()}: {shown} (from the next message on)")
 
