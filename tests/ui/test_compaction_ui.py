@@ -52,3 +52,31 @@ async def test_compact_from_the_palette(proj: Path, size: tuple[int, int]) -> No
         assert resumed[0].summary_keeps is not None and "first question" not in [
             m.content for m in resumed]
     store.close()
+
+
+async def test_a_resumed_compacted_session_shows_the_originals_dimmed_above_the_marker(
+        proj: Path) -> None:
+    from tuiapp.conversation.conversation import Conversation, allow_all
+    from tuiapp.providers.offline import OfflineProvider
+    from tuiapp.settings.config_types import ApprovalConfig, ProviderConfig
+
+    store = Store.open()
+    sid = store.create_session(proj, "offline")
+    conv = Conversation(OfflineProvider(ProviderConfig("offline", "offline"), ""), dict,
+                        ApprovalConfig, allow_all, None,  # type: ignore[arg-type]
+                        lambda e: store.record(sid, e))
+    for text in ("first question", "second question"):
+        await conv.turn(text)
+    assert await conv.compact()
+    app = app_for(proj, store=store, session_id=sid, history=store.load_messages(sid))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: bool(app.query(CompactedMarker)), what="the marker")
+        transcript = app.query_one(Transcript)
+        order = [w for w in transcript.children
+                 if isinstance(w, (UserMessage, CompactedMarker))]
+        kinds = [type(w).__name__ if isinstance(w, CompactedMarker) else str(w.render())
+                 for w in order]
+        assert kinds == ["first question", "CompactedMarker", "second question"]
+        assert order[0].has_class("-compacted") and not order[2].has_class("-compacted")
+        assert app.chat.history[0].summary_keeps is not None  # the model sees the summary
+    store.close()

@@ -58,6 +58,19 @@ def compacted_view(history: Sequence[Message]) -> list[Message]:
     return out
 
 
+def display_order(history: Sequence[Message]) -> list[Message]:
+    """Every recorded message, each compaction summary moved above the messages it kept: on
+    screen the originals it replaced come first, then its marker, then what the model still
+    sees."""
+    out: list[Message] = []
+    for m in history:
+        if m.summary_keeps is not None:
+            out.insert(len(out) - min(m.summary_keeps, len(out)), m)
+        else:
+            out.append(m)
+    return out
+
+
 def history_for_model(history: Sequence[Message]) -> list[Message]:
     """What a resumed conversation sends: the compacted context, an interrupted reply that
     was retried (another assistant reply follows it) dropped, as Conversation.retry drops

@@ -99,6 +99,12 @@ class SessionActions(App[int]):
             from tuiapp.conversation.transcript import Transcript as Record
 
             record = Record.load(self.store, self.chat.session_id)
+            if any(m.summary_keeps is not None for m in record.messages):
+                from dataclasses import replace
+
+                from tuiapp.conversation.session_history import display_order
+
+                record = replace(record, messages=display_order(record.messages))
             await transcript.show_history(record.messages, record.call_records())
             # After a refresh: panes just mounted by a session switch are still composing.
             self.call_after_refresh(self._restore_panes,

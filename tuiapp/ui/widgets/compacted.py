@@ -25,9 +25,11 @@ class CompactedMarker(Static):
         self.summary = summary
 
 
-def dim_above(container: Widget) -> None:
-    """Dim everything already in `container` (the messages the summary replaced)."""
-    for child in container.children:
+def dim_above(widgets: Widget | list[Widget], since: int = 0) -> None:
+    """Dim the widgets of messages a summary replaced: everything already in a container, or
+    a list's widgets from `since` on."""
+    children = list(widgets.children) if isinstance(widgets, Widget) else widgets[since:]
+    for child in children:
         if not isinstance(child, CompactedMarker):
             child.add_class("-compacted")
             child.styles.text_opacity = 0.55
