@@ -54,12 +54,15 @@ def session_trust(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def fresh_provider_lessons() -> Iterator[None]:
-    """What a model refused is learned per process: each test starts with nothing learned."""
-    from tuiapp.providers import optional_fields
+    """What a model refused, and what a server lists, is kept per process: each test starts
+    with nothing learned or listed."""
+    from tuiapp.providers import model_lists, optional_fields
 
     optional_fields.forget()
+    model_lists.forget()
     yield
     optional_fields.forget()
+    model_lists.forget()
 
 
 @pytest.fixture(autouse=True)
