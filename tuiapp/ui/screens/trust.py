@@ -50,7 +50,7 @@ def describe(q: trust.Question) -> str:
         lines += [f"{root} is a folder you have not trusted yet.",
                   f"It contains {c.summary()}.", ""]
         named = [*(f"MCP server {s}" for s in c.servers), *c.allow_rules, *c.providers,
-                 *c.others]
+                 *c.others, *c.runtimes]
         if named:
             lines += [*_bullets(named), ""]
         lines += ["Trusting it lets kep list and run its tools (listing them runs them), "
