@@ -53,6 +53,19 @@ def session_trust(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def fresh_provider_lessons() -> Iterator[None]:
+    """What a model refused, and what a server lists, is kept per process: each test starts
+    with nothing learned or listed."""
+    from tuiapp.providers import model_lists, optional_fields
+
+    optional_fields.forget()
+    model_lists.forget()
+    yield
+    optional_fields.forget()
+    model_lists.forget()
+
+
+@pytest.fixture(autouse=True)
 def isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Path:

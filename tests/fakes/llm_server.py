@@ -42,6 +42,8 @@ Script: a list of replies, consumed one per POST in order, whatever the API. A r
                                           when the reasoning they need back is missing); when
                                           it does, the rest of the reply is used as usual
 
+GET …/models answers `server.models` (a listing body, or (status, body)) when set.
+
 When the script runs out the server answers 400 "fake server: script exhausted", unless a
 `then` reply was given (FakeLLMServer(script, then={"echo": True}) answers forever).
 A script file is JSON: a list of replies, or {"replies": [...], "then": {...}}.
@@ -502,6 +504,20 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        fake = self.server.fake
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        fake._log(LoggedRequest(None, "GET", self.path, headers, None))
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if fake.models is not None and path.endswith(("/models", "/api/tags")):
+            status, body = fake.models if isinstance(fake.models, tuple) else (200, fake.models)
+            if isinstance(body, bytes):  # a raw body (not JSON, huge…)
+                self.send_response(status)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            self._send_json(status, body)
+            return
         self._send_json(404, {"error": {"message": f"fake server: no GET {self.path}"}})
 
     def do_POST(self) -> None:
@@ -646,6 +662,9 @@ class FakeLLMServer:
         self.then = then
         self.requests: list[LoggedRequest] = []
         self.aborted = 0
+        # GET …/models (and Ollama's /api/tags) answers this: a JSON body, raw bytes, or
+        # (status, body); None: 404, as a server without a model list.
+        self.models: Any = None
         self._port = port
         self._log_path = Path(log_path) if log_path else None
         self._lock = threading.Lock()

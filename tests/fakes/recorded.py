@@ -270,3 +270,124 @@ def anthropic_followup(text: str = "It says hello.") -> Reply:
 def anthropic_stop(stop: str, text: list[str]) -> Reply:
     """A reply that ends with `stop` ("refusal", "pause_turn", "max_tokens"…)."""
     return _anthropic([_text_block(0, text)] if text else [], stop)
+
+
+# ---- round three: shapes from services that broke (bodies as quoted in public trackers) ----
+
+def openai_rejects_include() -> Reply:
+    """gpt-4o / gpt-4.1 / gpt-5-chat-latest on Responses, asked for encrypted reasoning."""
+    return {"error": 400, "body": {"error": {
+        "message": "Encrypted content is not supported with this model.",
+        "type": "invalid_request_error", "param": "include", "code": None}}}
+
+
+def openai_rejects(param: str) -> Reply:
+    """gpt-4.1 given a reasoning option (`reasoning.summary`, `reasoning.effort`)."""
+    return {"error": 400, "body": {"error": {
+        "message": f"Unsupported parameter: '{param}' is not supported with this model.",
+        "type": "invalid_request_error", "param": param, "code": "unsupported_parameter"}}}
+
+
+def openai_orphan_reasoning_item() -> Reply:
+    """A 400 about an input item, not about a parameter kep chose to send."""
+    return {"error": 400, "body": {"error": {
+        "message": "Item 'rs_0c3876fcd4da19ef00692a14046bc8819eba6941c05c5ab7e7' of type "
+                   "'reasoning' was provided without its required following item.",
+        "type": "invalid_request_error", "param": "input", "code": None}}}
+
+
+def hf_router_cerebras(tool_call: bool = False) -> Reply:
+    """Hugging Face's router in front of Cerebras: usage and time_info ride on the finishing
+    chunk, and the body ends there: no `data: [DONE]`."""
+    model = "openai/gpt-oss-120b:cerebras"
+    if tool_call:
+        deltas: list[dict[str, Any]] = [{"tool_calls": [
+            {"index": 0, "id": "e6f1a9b3c", "type": "function",
+             "function": {"name": "readfile", "arguments": '{"filename": "notes.txt"}'}}]}]
+        finish = "tool_calls"
+    else:
+        deltas = [{"content": w} for w in ("Hello", " from", " Cerebras.")]
+        finish = "stop"
+    events = [{"data": _chunk(model, {"role": "assistant", "content": ""},
+                              system_fingerprint="fp_c8a9b1")}]
+    events += [{"data": _chunk(model, d, system_fingerprint="fp_c8a9b1")} for d in deltas]
+    events.append({"data": _chunk(
+        model, {}, finish, system_fingerprint="fp_c8a9b1",
+        usage={"prompt_tokens": 88, "completion_tokens": 12, "total_tokens": 100},
+        time_info={"queue_time": 0.0002, "prompt_time": 0.003, "completion_time": 0.01,
+                   "total_time": 0.015, "created": 1760000000})})
+    return {"sse": events}
+
+
+GEMINI_SIGNATURE = "EjQKMgEMOdbHJChLX75QUCJjyYlmFxB8fakeSignature0123456789"
+
+
+def gemini3_tool_call() -> Reply:
+    """Gemini 3 on its OpenAI-compatible endpoint: the whole call in one delta, no `index`,
+    and the thought signature under `extra_content.google`."""
+    model = "gemini-3-flash-preview"
+    call = {"function": {"arguments": '{"filename":"notes.txt"}', "name": "readfile"},
+            "id": "function-call-5093271", "type": "function",
+            "extra_content": {"google": {"thought_signature": GEMINI_SIGNATURE}}}
+    return _chat(model, [{"role": "assistant", "tool_calls": [call]}], finish="tool_calls",
+                 usage={"prompt_tokens": 60, "completion_tokens": 14, "total_tokens": 120})
+
+
+def gemini3_followup(text: str = "The notes say hello.") -> Reply:
+    return {"require": [f'"thought_signature":"{GEMINI_SIGNATURE}"'], "status": 400,
+            "message": "Function call is missing a thought_signature in functionCall parts. "
+                       "This is required for tools to work correctly, and missing "
+                       "thought_signature may lead to degraded model performance. Additional "
+                       "data, function call `default_api:readfile` , position 2. please refer "
+                       "to https://ai.google.dev/gemini-api/docs/thought-signatures for more "
+                       "details.",
+            "text": text}
+
+
+DEEPSEEK_RS_TEXT = "The user wants the file; I will read it."
+
+
+def deepseek_responses_tool_call() -> Reply:
+    """DeepSeek's Responses endpoint: reasoning as plain `reasoning_text` content, no
+    encrypted_content, then a call."""
+    rs = {"id": "rs_ds1", "type": "reasoning", "summary": [],
+          "content": [{"type": "reasoning_text", "text": DEEPSEEK_RS_TEXT}], "status": None}
+    reasoning = [{"type": "response.output_item.added", "output_index": 0,
+                  "item": {**rs, "content": []}},
+                 {"type": "response.reasoning_text.delta", "item_id": "rs_ds1",
+                  "output_index": 0, "content_index": 0, "delta": DEEPSEEK_RS_TEXT},
+                 {"type": "response.output_item.done", "output_index": 0, "item": rs}]
+    fc = {"id": "fc_ds1", "type": "function_call", "status": "completed", "call_id": "call_ds1",
+          "name": "readfile", "arguments": '{"filename": "notes.txt"}'}
+    call = [{"type": "response.output_item.added", "output_index": 1,
+             "item": {**fc, "arguments": "", "status": "in_progress"}},
+            {"type": "response.output_item.done", "output_index": 1, "item": fc}]
+    return _responses([reasoning, call], [rs, fc])
+
+
+def deepseek_responses_followup(text: str = "It says hello.") -> Reply:
+    return {"require": ['"type":"reasoning"', f'"text":"{DEEPSEEK_RS_TEXT}"',
+                        '"type":"reasoning_text"'],
+            "status": 400, "message": "reasoning content of the previous turn is missing",
+            "text": text}
+
+
+def bedrock_responses_call(name: str = "readfile", filename: str = "notes.txt",
+                           fc_id: str = "fc_b1") -> Reply:
+    """Bedrock's Responses endpoint: unique `fc_…` item ids, but `call_id` restarts at
+    `call_0` in every response."""
+    fc = {"id": fc_id, "type": "function_call", "status": "completed", "call_id": "call_0",
+          "name": name, "arguments": json.dumps({"filename": filename})}
+    call = [{"type": "response.output_item.added", "output_index": 0,
+             "item": {**fc, "arguments": "", "status": "in_progress"}},
+            {"type": "response.function_call_arguments.delta", "item_id": fc_id,
+             "output_index": 0, "delta": fc["arguments"]},
+            {"type": "response.output_item.done", "output_index": 0, "item": fc}]
+    return _responses([call], [fc])
+
+
+def think_tags(deltas: list[str], model: str = "deepseek-r1-distill-llama-70b") -> Reply:
+    """Groq / Together / local servers: the thinking inline in `content` between
+    <think> and </think>."""
+    return _chat(model, [{"content": d} for d in deltas], finish="stop",
+                 usage={"prompt_tokens": 10, "completion_tokens": 40, "total_tokens": 50})

@@ -24,7 +24,7 @@ from tuiapp.conversation.prompt_model import PromptError
 from tuiapp.conversation.prompt_run import PromptRun
 from tuiapp.conversation.prompt_statements import entry_matches
 from tuiapp.conversation.prompt_variables import substitute
-from tuiapp.project.system_prompt import BASE_PROMPT
+from tuiapp.project.system_prompt import base_prompt
 from tuiapp.providers.base import Provider, StreamEnd, StreamItem
 from tuiapp.settings.config_types import ApprovalConfig, Rule
 from tuiapp.vocab.events import Event, PromptOutput, TextDelta, ToolCallRequested, ToolFinished
@@ -244,7 +244,8 @@ def test_every_statement_against_the_fake_server(project: Path) -> None:
     assert len(requests) == 2  # the .user after .exit is never sent
     first, second = (q.body for q in requests)
     system = {"role": "system",
-              "content": BASE_PROMPT + "\n\nYou write about kep.\n  Keep it short."}
+              "content": base_prompt(root.resolve()) + "\n\nYou write about kep.\n"
+                         "  Keep it short."}
     user1 = ("Hello from Ann, about kep:\nline two, continued\n"
              "Data file with <<not_a_var>> inside.\n"
              "A .text statement, added to the same message.\nnote A\nnote B\n"

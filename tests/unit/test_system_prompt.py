@@ -11,7 +11,7 @@ from conftest import KEP, kep_env
 
 from tuiapp.project import config as project_config
 from tuiapp.project.session_start import prepare
-from tuiapp.project.system_prompt import BASE_PROMPT, compose
+from tuiapp.project.system_prompt import base_prompt, compose
 from tuiapp.project.workspace import Workspace
 from tuiapp.vocab.tool_specs import ToolSpec
 
@@ -54,8 +54,9 @@ def test_show_system_with_a_prompt_packs_and_aitools(tmp_path: Path) -> None:
                                    '[[tools.sources]]\nformat = "aitool"\npath = "mytools"\n')
     plain = run_show(root)
     assert plain.returncode == 0, plain.stderr
+    base = base_prompt(root.resolve())
     assert plain.stdout == (
-        f"{BASE_PROMPT}\n\n## Notes\n\nManage project notes and milestones.\nAlways name the "
+        f"{base}\n\n## Notes\n\nManage project notes and milestones.\nAlways name the "
         "project you touched.\n\n## calc\n\nUse calc for arithmetic.\n\n## read_file\n\n"
         "**Tool: `read_file`** Use it to read a text file.\n")
     # A prompt's .system joins in; its .functions keeps only the Notes pack's tools.
@@ -64,7 +65,7 @@ def test_show_system_with_a_prompt_packs_and_aitools(tmp_path: Path) -> None:
     narrowed = run_show(root, "--prompt", "notes", "--set", "project=kep")
     assert narrowed.returncode == 0, narrowed.stderr
     assert narrowed.stdout == (
-        f"{BASE_PROMPT}\n\nWork on kep.\n\n## Notes\n\nManage project notes and milestones.\n"
+        f"{base}\n\nWork on kep.\n\n## Notes\n\nManage project notes and milestones.\n"
         "Always name the project you touched.\n")
 
 

@@ -24,6 +24,7 @@ from tuiapp.security import policy
 from tuiapp.security.display import StreamPrintable, json_printable, printable
 from tuiapp.vocab.events import (
     UNFINISHED_STOPS,
+    Compacted,
     Event,
     MessageAdded,
     Notice,
@@ -95,6 +96,10 @@ class Printer:
         elif isinstance(event, ProviderError):
             self._note(f"kep: provider error: {event.message}"
                        + (" (partial reply kept; retry with --continue)" if event.partial else ""))
+        elif isinstance(event, Compacted):
+            how = "automatically: the context was full" if event.automatic else "as asked"
+            self._note(f"kep: compacted {event.replaced} earlier messages into a summary "
+                       f"({how}); they stay in the session")
         elif isinstance(event, Notice):
             self._note(f"kep: {event.text}")
         elif isinstance(event, PromptOutput):  # a .prompt file's `.print`: its output
@@ -117,7 +122,11 @@ async def _show_system(ws: Workspace, plan: StartPlan | None) -> None:
             fail(str(e).removesuffix("\nnothing was sent"), e.code)
         for note in plan.prompt.notices if plan.prompt else plan.notices:
             print(f"kep: {note}", file=sys.stderr)
-    print(ws.system_prompt())
+    from tuiapp.project import instructions as project_instructions
+
+    if note := project_instructions.load(ws.config).note:
+        print(f"kep: {printable(note)}", file=sys.stderr)
+    print(printable(ws.system_prompt()))
 
 
 # Headless runs give MCP servers this long to list their tools before the first request. A

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from tuiapp.conversation import compaction
 from tuiapp.providers.base import Provider, ProviderFailure, StreamEnd, stream_with_retries
 from tuiapp.security import policy
 from tuiapp.security.approval_flow import Approval, Approver, Cleared, clear
@@ -16,6 +17,8 @@ from tuiapp.tools.offer import offered, too_big
 from tuiapp.tools.schema import arguments_error
 from tuiapp.vocab.events import (
     UNFINISHED_STOPS,
+    Compacted,
+    ContextUsed,
     Event,
     MessageAdded,
     Notice,
@@ -73,6 +76,9 @@ class Conversation:
     tool_settings: Callable[[], ToolsConfig] = ToolsConfig
     # An answer the user gave for a call before it was reached (the TUI's "deny all").
     standing: Callable[[str], Approval | None] | None = None
+    context: ContextUsed | None = None  # of the last request that reported usage
+    # Share of the context window that starts an automatic compaction (>= 1: never).
+    compact_at: Callable[[], float] = lambda: compaction.THRESHOLD
 
     def __post_init__(self) -> None:
         self._warned = False  # an oversized offer is warned about once
@@ -135,6 +141,9 @@ class Conversation:
                 self.emit(TurnEnded("max_steps", steps))
                 return "max_steps"
             steps += 1
+            fraction = self.context.fraction if self.context is not None else None
+            if fraction is not None and fraction >= self.compact_at():
+                await self.compact(automatic=True)
             outcome = await self._step()
             if outcome == "pause_turn" and pauses < PAUSE_LIMIT:
                 pauses += 1  # the API paused a long turn: sending it back lets it go on
@@ -145,6 +154,31 @@ class Conversation:
                 self.emit(TurnEnded(outcome, steps))
                 return outcome
             await self._run_calls(outcome, seen)
+
+    async def compact(self, *, automatic: bool = False) -> bool:
+        """Summarise the conversation before the turn in progress (conversation.compaction);
+        the summary takes its place in the context. A failure is a notice: the conversation
+        goes on as it was."""
+        self._flush_text()
+        cut = compaction.cut_point(self.history)
+        if cut == 0:
+            if not automatic:
+                self.emit(Notice("nothing to compact yet", "info"))
+            return False
+        tokens = self.context.tokens if self.context is not None else None
+        try:
+            summary = await compaction.summarise(self.provider, self.history[:cut],
+                                                 self.provider.context_window())
+        except ProviderFailure as e:
+            self.emit(Notice(f"compaction failed: {e.message}; nothing was changed", "warning"))
+            return False
+        kept = len(self.history) - cut
+        message = compaction.summary_message(summary, kept)
+        self.history[:] = [message, *self.history[cut:]]
+        self.context = None  # measured again by the next request
+        self.emit(MessageAdded(message))
+        self.emit(Compacted(cut, kept, summary, tokens, automatic))
+        return True
 
     async def _step(self) -> list[ToolCall] | str:
         """One model request. Returns the tool calls to run, or a stop reason."""
@@ -182,7 +216,11 @@ class Conversation:
                                         item.cached_tokens, item.reasoning_tokens, cost)
                     self._flush_text()
                     self.emit(self.usage)
-                elif isinstance(item, Retrying):
+                    if item.input_tokens:
+                        self.context = ContextUsed(item.input_tokens,
+                                                   self.provider.context_window())
+                        self.emit(self.context)
+                elif isinstance(item, (Retrying, Notice)):
                     self._flush_text()
                     self.emit(item)
                 elif isinstance(item, StreamEnd):

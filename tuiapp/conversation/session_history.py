@@ -45,10 +45,37 @@ def answer_dangling_calls(history: Sequence[Message]) -> list[Message]:
 
 
 
+def compacted_view(history: Sequence[Message]) -> list[Message]:
+    """The context as compactions left it: each summary replaces what was recorded before
+    the messages it keeps, and goes before them."""
+    out: list[Message] = []
+    for m in history:
+        if m.summary_keeps is not None:
+            keep = out[len(out) - m.summary_keeps:] if m.summary_keeps else []
+            out = [m, *keep]
+        else:
+            out.append(m)
+    return out
+
+
+def display_order(history: Sequence[Message]) -> list[Message]:
+    """Every recorded message, each compaction summary moved above the messages it kept: on
+    screen the originals it replaced come first, then its marker, then what the model still
+    sees."""
+    out: list[Message] = []
+    for m in history:
+        if m.summary_keeps is not None:
+            out.insert(len(out) - min(m.summary_keeps, len(out)), m)
+        else:
+            out.append(m)
+    return out
+
+
 def history_for_model(history: Sequence[Message]) -> list[Message]:
-    """What a resumed conversation sends: an interrupted reply that was retried (another
-    assistant reply follows it) is dropped, as Conversation.retry drops it, and unanswered
-    tool calls get an error result."""
+    """What a resumed conversation sends: the compacted context, an interrupted reply that
+    was retried (another assistant reply follows it) dropped, as Conversation.retry drops
+    it, and unanswered tool calls given an error result."""
+    history = compacted_view(history)
     kept = [m for i, m in enumerate(history)
             if not (m.role == "assistant" and m.interrupted and i + 1 < len(history)
                     and history[i + 1].role == "assistant")]

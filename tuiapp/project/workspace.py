@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from tuiapp.project.system_prompt import BASE_PROMPT, compose
+from tuiapp.project.system_prompt import base_prompt, compose
 from tuiapp.security import trust
 from tuiapp.security.grants import SessionGrants
 from tuiapp.settings import paths
@@ -126,13 +126,17 @@ class Workspace:
         return self.registry.tools_for(agent)
 
     def system_prompt(self) -> str:
-        """Base prompt + the active prompt/agent + extension packs + AITool instructions."""
+        """Base prompt + the project's instructions + the active prompt/agent + extension
+        packs + AITool instructions (project.system_prompt)."""
         tools = list(self.session_tools().values())
         session = ""
         if self.start is not None:
             tools = [t for t in tools if self.start.allow_only(t.name)]
             session = self.start.system_text()
-        return compose(self.config.system_prompt or BASE_PROMPT, session, tools)
+        from tuiapp.project import instructions
+
+        base = self.config.system_prompt or base_prompt(self.root.resolve())
+        return compose(base, session, tools, instructions.load(self.config).text)
 
     def conversation(
         self,
@@ -153,6 +157,7 @@ class Workspace:
             emit=emit,
             system=self.system_prompt,
             max_steps=self.config.max_steps,
+            compact_at=lambda: self.config.compact_at,
             history=list(history),
             env=os.environ,
             allow_only=self.start.allow_only if self.start else None,

@@ -160,8 +160,11 @@ class AnthropicProvider(SdkProvider):
         return AsyncAnthropic
 
     def _limits(self) -> dict[str, Any]:
-        """max_tokens, and `thinking` for the reasoning level (its budget must stay below
-        max_tokens, so the budget is capped by the model's limit)."""
+        """max_tokens (the session's max_output_tokens when set; the Messages API of SDK 2
+        has no temperature), and `thinking` for the reasoning level (its budget must stay
+        below max_tokens, so the budget is capped by the model's limit)."""
+        if self.max_output_tokens is not None:
+            self.max_tokens = min(self.max_output_tokens, self.model_limit or 10**9)
         if self.reasoning == "off":
             return {"max_tokens": self.max_tokens, "thinking": {"type": self.off_form}}
         budget = THINKING_BUDGET.get(self.reasoning or "")

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from tuiapp.settings.config_types import ProviderConfig
-from tuiapp.vocab.events import ReasoningDelta, Retrying, TextDelta, Usage
+from tuiapp.vocab.events import Notice, ReasoningDelta, Retrying, TextDelta, Usage
 from tuiapp.vocab.messages import Message, Reasoning, ToolCall
 from tuiapp.vocab.tool_specs import ToolSpec
 
@@ -22,8 +22,9 @@ class StreamEnd:
 
 
 # What Provider.stream yields. Tool calls are yielded whole, once their arguments are complete;
-# Reasoning (what the API needs back with this reply) once, before StreamEnd.
-StreamItem = TextDelta | ReasoningDelta | Reasoning | ToolCall | Usage | StreamEnd
+# Reasoning (what the API needs back with this reply) once, before StreamEnd; a Notice (an
+# optional field the model refused, learned) before any output.
+StreamItem = TextDelta | ReasoningDelta | Reasoning | ToolCall | Usage | Notice | StreamEnd
 
 
 class ProviderFailure(Exception):
@@ -53,8 +54,11 @@ class Provider(ABC):
     def __init__(self, config: ProviderConfig, model: str) -> None:
         self.config = config
         self.model = model
-        # "off" | "low" | "medium" | "high", or None for the API's default; the palette sets it.
-        self.reasoning: str | None = config.reasoning
+        options = config.options_for(model)
+        # Each None: the API's default. The palette sets them for the session.
+        self.reasoning: str | None = options.reasoning  # "off" | "low" | "medium" | "high"
+        self.temperature: float | None = options.temperature
+        self.max_output_tokens: int | None = options.max_output_tokens
 
     @property
     def label(self) -> str:
@@ -64,6 +68,12 @@ class Provider(ABC):
     def origin(self) -> str:
         """Where reasoning comes from; only reasoning of the same origin is sent back."""
         return f"{self.config.api}|{self.config.name}|{self.model}"
+
+    def context_window(self) -> int | None:
+        """Tokens the model's context holds, when configured or known."""
+        from tuiapp.providers.context_windows import context_window
+
+        return context_window(self.config, self.model)
 
     def cost(self, usage: Usage) -> float | None:
         """The price of one request's tokens, when prices are configured for this model."""
@@ -108,7 +118,7 @@ async def stream_with_retries(
         started = False
         try:
             async for item in provider.stream(messages, tools, system):
-                started = True
+                started = started or not isinstance(item, Notice)
                 yield item
             return
         except ProviderFailure as e:

@@ -22,7 +22,7 @@ STRING_FIELDS = ("reasoning_content", "reasoning")
 DETAIL_TEXT_KEYS = ("text", "summary")
 
 
-def _get(obj: Any, key: str) -> Any:
+def field_of(obj: Any, key: str) -> Any:
     if isinstance(obj, dict):
         return obj.get(key)
     value = getattr(obj, key, None)
@@ -78,11 +78,11 @@ class ReasoningFields:
         """Take a delta's reasoning fields; return the text to show."""
         shown = ""
         for name in STRING_FIELDS:
-            value = _get(delta, name)
+            value = field_of(delta, name)
             if isinstance(value, str) and value:
                 self.strings.setdefault(name, []).append(value)
                 shown = shown or value
-        details = _get(delta, "reasoning_details")
+        details = field_of(delta, "reasoning_details")
         if isinstance(details, list):
             text = self._add_details(details)
             shown = shown or text
@@ -122,3 +122,10 @@ def message_fields(items: tuple[dict[str, Any], ...]) -> dict[str, Any]:
         if name in (*STRING_FIELDS, "reasoning_details") and item.get("value") is not None:
             out[name] = item["value"]
     return out
+
+
+def call_extras(items: tuple[dict[str, Any], ...]) -> dict[str, Any]:
+    """Call id → the `extra_content` its server put on it (Gemini's thought signature)."""
+    return {i["id"]: i["value"] for i in items
+            if i.get("field") == "extra_content" and isinstance(i.get("id"), str)
+            and isinstance(i.get("value"), dict)}

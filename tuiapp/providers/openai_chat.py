@@ -4,7 +4,10 @@
 Servers differ in small ways, handled here: some reject `stream_options` or `reasoning_effort`
 (each dropped once on a 400 that names it), some omit tool call ids or finish with "stop" after
 tool calls, some never send a finish_reason at all. A stream is complete when it ends with
-`data: [DONE]`; without it, it was cut. Content and reasoning shapes: chat_shapes.
+`data: [DONE]` or, since Cerebras, Perplexity and Hugging Face's router never send it, once a
+finish_reason came; a body that stops before either was cut. Content and reasoning shapes:
+chat_shapes; inline <think> tags: think_tags. Gemini puts a thought signature on each tool
+call (`extra_content`), which goes back on that call.
 """
 
 from __future__ import annotations
@@ -13,8 +16,16 @@ import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+from tuiapp.providers import optional_fields
 from tuiapp.providers.base import ProviderFailure, StreamEnd, StreamItem
-from tuiapp.providers.chat_shapes import ReasoningFields, message_fields, split_content
+from tuiapp.providers.chat_shapes import (
+    ReasoningFields,
+    call_extras,
+    field_of,
+    message_fields,
+    split_content,
+)
+from tuiapp.providers.think_tags import ThinkSplitter
 from tuiapp.providers.wire import (
     SdkProvider,
     call_arguments_json,
@@ -22,9 +33,9 @@ from tuiapp.providers.wire import (
     object_schema,
     text_only_result,
     text_then_images,
+    unique_id,
 )
-from tuiapp.settings.config_types import ProviderConfig
-from tuiapp.vocab.events import ReasoningDelta, TextDelta, Usage
+from tuiapp.vocab.events import Notice, ReasoningDelta, TextDelta, Usage
 from tuiapp.vocab.messages import Message, Reasoning, ToolCall
 from tuiapp.vocab.tool_specs import ToolSpec
 
@@ -51,19 +62,22 @@ def to_messages(messages: Sequence[Message], system: str | None,
             )
         elif m.role == "assistant":
             msg: dict[str, Any] = {"role": "assistant", "content": m.content or None}
+            own = m.reasoning is not None and m.reasoning.origin == origin
+            extras = call_extras(m.reasoning.items) if own and m.reasoning else {}
             if m.tool_calls:
                 msg["tool_calls"] = [
                     {
                         "id": c.id,
                         "type": "function",
                         "function": {"name": c.name, "arguments": call_arguments_json(c.arguments)},
+                        **({"extra_content": extras[c.id]} if c.id in extras else {}),
                     }
                     for c in m.tool_calls
                 ]
             # Only next to tool calls, where a thinking server needs it to go on (DeepSeek's
             # tool loop, OpenRouter's reasoning_details); earlier answers' reasoning is
             # ignored or, by some servers, refused.
-            if m.tool_calls and m.reasoning is not None and m.reasoning.origin == origin:
+            if m.tool_calls and own and m.reasoning is not None:
                 msg.update(message_fields(m.reasoning.items))
             out.append(msg)
         elif m.role == "tool":
@@ -123,34 +137,43 @@ def chat_usage(u: Any) -> Usage:
 class ChatProvider(SdkProvider):
     default_url = DEFAULT_URL
 
-    def __init__(self, config: ProviderConfig, model: str) -> None:
-        super().__init__(config, model)
-        self._ask_usage = True  # cleared if the server rejects stream_options
-        self._send_effort = True  # cleared if the server rejects reasoning_effort
-
     def _client_class(self) -> Any:
         from openai import AsyncOpenAI  # lazy: ~1 s of import
 
         return AsyncOpenAI
 
-    async def _open(self, kwargs: dict[str, Any]) -> Any:
+    def _optional(self) -> dict[str, Any]:
+        refused = optional_fields.refused(self.config.name, self.model)
+        extra: dict[str, Any] = {}
+        if "stream_options" not in refused:
+            extra["stream_options"] = {"include_usage": True}
+        if "reasoning_effort" not in refused and self.reasoning in ("low", "medium", "high"):
+            extra["reasoning_effort"] = self.reasoning
+        if self.temperature is not None and "temperature" not in refused:
+            extra["temperature"] = self.temperature
+        # OpenAI itself wants max_completion_tokens (its reasoning models refuse max_tokens);
+        # compatible servers know max_tokens.
+        cap = "max_completion_tokens" if self._url == DEFAULT_URL else "max_tokens"
+        if self.max_output_tokens is not None and cap not in refused:
+            extra[cap] = self.max_output_tokens
+        return extra
+
+    async def _open(self, kwargs: dict[str, Any]) -> tuple[Any, str | None]:
+        """The stream, and the notice of what was learned opening it (once per model)."""
         client = self._get_client()
         try:
-            for _ in range(3):  # at most one retry per optional parameter
-                extra: dict[str, Any] = {}
-                if self._ask_usage:
-                    extra["stream_options"] = {"include_usage": True}
-                if self._send_effort and self.reasoning in ("low", "medium", "high"):
-                    extra["reasoning_effort"] = self.reasoning
+            for _ in range(5):  # at most one retry per optional parameter
+                extra = self._optional()
                 try:
-                    return await client.chat.completions.create(**kwargs, **extra)
+                    stream = await client.chat.completions.create(**kwargs, **extra)
                 except Exception as e:
-                    rejected = [k for k in extra if k in str(e)]
-                    if getattr(e, "status_code", None) != 400 or not rejected:
+                    field = optional_fields.rejected(e, {k: (k,) for k in extra})
+                    if field is None:
                         raise
-                    self._ask_usage &= "stream_options" not in rejected
-                    self._send_effort &= "reasoning_effort" not in rejected
-            return await client.chat.completions.create(**kwargs)
+                    optional_fields.learn(self.config.name, self.model, field)
+                    continue
+                return stream, optional_fields.notice(self.config.name, self.model)
+            return await client.chat.completions.create(**kwargs), None
         except Exception as e:
             raise self._fail(e) from e
 
@@ -164,13 +187,16 @@ class ChatProvider(SdkProvider):
         }
         if tools:
             kwargs["tools"] = to_tools(tools)
-        chunks = await self._open(kwargs)
+        chunks, notice = await self._open(kwargs)
+        if notice:
+            yield Notice(notice, "warning")
         got_done = done_watcher(chunks)
 
-        calls: dict[int, list[Any]] = {}  # index → [id, name, [argument fragments]]
+        calls: dict[int, list[Any]] = {}  # index → [id, name, [argument fragments], extra]
         finish: str | None = None
         usage: Usage | None = None
         reasoning = ReasoningFields()
+        think = ThinkSplitter()
         shown: list[str] = []
         try:
             async for chunk in chunks:
@@ -181,6 +207,8 @@ class ChatProvider(SdkProvider):
                     if delta is not None:
                         text, thought = split_content(delta.content)
                         thought = reasoning.add(delta) or thought
+                        if text and not thought:
+                            text, thought = think.feed(text)
                         if thought:
                             shown.append(thought)
                             yield ReasoningDelta(thought)
@@ -194,18 +222,30 @@ class ChatProvider(SdkProvider):
             raise self._fail(e, streaming=True) from e
         finally:
             await chunks.close()
-        if not got_done():
+        if not got_done() and finish is None:
             raise ProviderFailure(
                 f"{self.config.name}: the stream ended before the reply was complete",
                 retryable=True,
             )
+        text, thought = think.end()
+        if thought:
+            shown.append(thought)
+            yield ReasoningDelta(thought)
+        if text:
+            yield TextDelta(text)
+        taken = {c.id for m in messages for c in m.tool_calls}
+        extras: list[dict[str, Any]] = []
         for index in sorted(calls):
-            call_id, name, parts = calls[index]
+            call_id, name, parts, extra = calls[index]
             # A server that sent no id gets one of ours: unique, so kep's records keep calls
             # apart, and 9 letters/digits, the one shape every server accepts back (Mistral).
-            yield ToolCall.from_raw(call_id or secrets.token_hex(5)[:9], name, "".join(parts))
-        if shown or reasoning.items():
-            yield Reasoning(self.origin, "".join(shown), reasoning.items())
+            call_id = unique_id(call_id or secrets.token_hex(5)[:9], taken)
+            if extra is not None:
+                extras.append({"field": "extra_content", "id": call_id, "value": extra})
+            yield ToolCall.from_raw(call_id, name, "".join(parts))
+        items = reasoning.items() + tuple(extras)
+        if shown or items:
+            yield Reasoning(self.origin, "".join(shown), items)
         if usage is not None:
             yield usage
         stop = FINISH.get(finish or "stop", finish or "stop")
@@ -220,9 +260,12 @@ class ChatProvider(SdkProvider):
             index = max(calls) + 1
             entry = None
         if entry is None:
-            entry = calls[index] = [tc.id or "", "", []]
+            entry = calls[index] = [tc.id or "", "", [], None]
         elif tc.id and not entry[0]:
             entry[0] = tc.id
+        extra = field_of(tc, "extra_content")
+        if isinstance(extra, dict):
+            entry[3] = extra  # Gemini's thought signature: sent back on this call, verbatim
         fn = tc.function
         if fn is not None:
             if fn.name and not entry[1]:

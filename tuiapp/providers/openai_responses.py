@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from tuiapp.providers import optional_fields
 from tuiapp.providers.base import ProviderFailure, StreamEnd, StreamItem
 from tuiapp.providers.wire import (
     SdkProvider,
@@ -22,14 +23,22 @@ from tuiapp.providers.wire import (
     object_schema,
     result_with_images,
     text_then_images,
+    unique_id,
 )
-from tuiapp.vocab.events import ReasoningDelta, TextDelta, Usage
+from tuiapp.vocab.events import Notice, ReasoningDelta, TextDelta, Usage
 from tuiapp.vocab.messages import Message, Reasoning, ToolCall
 from tuiapp.vocab.tool_specs import ToolSpec
 
 DEFAULT_URL = "https://api.openai.com/v1"
 INCOMPLETE_REASONS = {"max_output_tokens": "max_tokens", "content_filter": "content_filter"}
 INCLUDE = ["reasoning.encrypted_content"]
+# Optional fields a model may refuse (gpt-4o and gpt-4.1 refuse all three) → the words that
+# name each in an error; and how the notice names them.
+OPTIONAL = {"include": ("include", "ncrypted content", "encrypted_content"),
+            "reasoning.summary": ("reasoning.summary",),
+            "reasoning": ("'reasoning", "reasoning.effort"),
+            "temperature": ("temperature",), "max_output_tokens": ("max_output_tokens",)}
+FIELD_NAMES = {"include": "include reasoning.encrypted_content"}
 # Reasoning item fields sent back (status is output-only).
 REASONING_KEYS = ("type", "id", "summary", "content", "encrypted_content")
 
@@ -47,9 +56,9 @@ def _replay(m: Message) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for item in m.reasoning.items:
         kind = item.get("type")
-        if kind == "reasoning" and item.get("encrypted_content"):
-            # (without its encrypted content, a stateless request could only name the item
-            # by id, which the API cannot find: store is false)
+        if kind == "reasoning" and (item.get("encrypted_content") or item.get("content")):
+            # (with neither encrypted nor plain content (DeepSeek's `reasoning_text`), a
+            # stateless request could only name the item by id, which the API cannot find)
             out.append({k: item[k] for k in REASONING_KEYS if item.get(k) is not None})
         elif kind == "message" and item.get("text"):
             msg = {"role": "assistant", "content": item["text"]}
@@ -141,40 +150,52 @@ class ResponsesProvider(SdkProvider):
 
     def __init__(self, config: Any, model: str) -> None:
         super().__init__(config, model)
-        # Cleared on a 400 that names them: models without reasoning, or summaries an
-        # organisation may not have access to.
-        self._send_reasoning = True
-        self._send_summary = True
         # "off": `none` on gpt-6 models, else `minimal`, which becomes `none` after a 400
         self._least = "none" if model.startswith("gpt-6") else "minimal"
+        self._notice: str | None = None  # what was learned while opening, said once
 
-    def _reasoning_param(self) -> dict[str, Any] | None:
-        if not self._send_reasoning:
-            return None
-        param = _effort(self.reasoning, self._least)
-        if not self._send_summary:
-            param.pop("summary", None)
-        return param or None
+    def _optional(self) -> dict[str, Any]:
+        """The optional fields of a request, less those this model refused."""
+        refused = optional_fields.refused(self.config.name, self.model)
+        out: dict[str, Any] = {}
+        if "include" not in refused:
+            out["include"] = INCLUDE  # stateless: reasoning comes back encrypted
+        if "reasoning" not in refused:
+            param = _effort(self.reasoning, self._least)
+            if "reasoning.summary" in refused:
+                param.pop("summary", None)
+            if param:
+                out["reasoning"] = param
+        # The session's options (palette, config); a model that refuses one (reasoning
+        # models and temperature) is asked again without it, with the notice.
+        if self.temperature is not None and "temperature" not in refused:
+            out["temperature"] = self.temperature
+        if self.max_output_tokens is not None and "max_output_tokens" not in refused:
+            out["max_output_tokens"] = self.max_output_tokens
+        return out
 
     async def _open(self, kwargs: dict[str, Any]) -> Any:
         client = self._get_client()
+        name = self.config.name
         try:
-            for _ in range(3):
-                param = self._reasoning_param()
+            for _ in range(len(OPTIONAL) + 2):  # each optional field is dropped at most once
+                extra = self._optional()
                 try:
-                    return await client.responses.create(
-                        **kwargs, **({"reasoning": param} if param else {}))
+                    events = await client.responses.create(**kwargs, **extra)
                 except Exception as e:
-                    text = str(e)
-                    if getattr(e, "status_code", None) != 400 or "reasoning" not in text \
-                            or not param:
-                        raise
-                    if "summar" in text and "summary" in param:
-                        self._send_summary = False
-                    elif "'minimal'" in text and self._least == "minimal":
+                    if "'minimal'" in str(e) and self._least == "minimal" and "reasoning" in extra:
                         self._least = "none"
-                    else:
-                        self._send_reasoning = False
+                        continue
+                    sent = {k: v for k, v in OPTIONAL.items()
+                            if k.partition(".")[0] in extra
+                            and (k != "reasoning.summary" or "summary" in extra["reasoning"])}
+                    field = optional_fields.rejected(e, sent)
+                    if field is None:
+                        raise
+                    optional_fields.learn(name, self.model, field)
+                    continue
+                self._notice = optional_fields.notice(name, self.model, FIELD_NAMES)
+                return events
             return await client.responses.create(**kwargs)
         except Exception as e:
             raise self._fail(e) from e
@@ -192,13 +213,18 @@ class ResponsesProvider(SdkProvider):
             "input": to_input(messages, self.origin),
             "stream": True,
             "store": False,
-            "include": INCLUDE,  # stateless: reasoning comes back encrypted, for the next step
         }
         if system:
             kwargs["instructions"] = system
         if tools:
             kwargs["tools"] = to_tools(tools)
         events = await self._open(kwargs)
+        if self._notice:
+            yield Notice(self._notice, "warning")
+            self._notice = None
+        # Ids already in the conversation: a server that restarts at `call_0` in every
+        # response (Bedrock) gets its later calls renamed, here and in what goes back.
+        taken = {c.id for m in messages for c in m.tool_calls}
 
         pending: dict[int, tuple[str, str, list[str]]] = {}  # output_index → call_id, name, args
         made_calls = refused = False
@@ -241,12 +267,13 @@ class ResponsesProvider(SdkProvider):
                     )
                     raw = ev.item.arguments if ev.item.arguments is not None else "".join(parts)
                     made_calls = True
-                    kept.append({"type": "function_call", "call_id": ev.item.call_id or call_id})
-                    yield ToolCall.from_raw(ev.item.call_id or call_id, ev.item.name or name, raw)
+                    call_id = unique_id(ev.item.call_id or call_id, taken)
+                    kept.append({"type": "function_call", "call_id": call_id})
+                    yield ToolCall.from_raw(call_id, ev.item.name or name, raw)
                 elif kind in ("response.completed", "response.incomplete"):
                     for call_id, name, parts in pending.values():  # items never closed
                         made_calls = True
-                        yield ToolCall.from_raw(call_id, name, "".join(parts))
+                        yield ToolCall.from_raw(unique_id(call_id, taken), name, "".join(parts))
                     pending.clear()
                     resp = ev.response
                     if resp.usage is not None:

@@ -202,6 +202,18 @@ def clean_history(messages: Sequence[Message]) -> list[Message]:
     return out
 
 
+def unique_id(call_id: str, taken: set[str]) -> str:
+    """A call id no other call of the conversation has (the same id twice would pair results
+    with the wrong call); `taken` grows by it. A server's own id is kept when it is free."""
+    base = call_id or "call"
+    new, n = base, 1
+    while not new or new in taken:
+        n += 1
+        new = f"{base}_{n}"
+    taken.add(new)
+    return new
+
+
 def load_image(path: str) -> tuple[str, str] | None:
     """(media type, base64 data) of an image file, or None when it cannot be sent."""
     p = Path(path).expanduser()

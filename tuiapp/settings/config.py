@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from tuiapp.settings import config_models
 from tuiapp.settings.config_reader import (
     TableReader,
     count_at_least_one,
@@ -38,39 +39,13 @@ from tuiapp.settings.config_types import (
     ToolsConfig,
 )
 
-REASONING_LEVELS = ("off", "low", "medium", "high")
-PRICE_KEYS = ("input", "output", "cached_input")
 
-
-def _price_table(r: TableReader, key: str) -> dict[str, float] | None:
-    """[….prices] input / output (required) and cached_input: per million tokens."""
-    if key not in r.table:
-        return None
-    pr = r.sub(key)
-    table = {}
-    for k in pr.table:
-        if k not in PRICE_KEYS:
-            raise pr.error(k, f"unknown price; use {', '.join(PRICE_KEYS)} (per million tokens)")
-        v = pr.get(k, float)
-        if v < 0:
-            raise pr.error(k, "a price cannot be negative")
-        table[k] = v
-    for k in ("input", "output"):
-        if k not in table:
-            raise pr.error(k, "required (price per million tokens)")
-    return table
-
-
-def _prices(pr: TableReader) -> dict[str, dict[str, float]]:
-    """[providers.X.prices] for every model, [providers.X.models."M"] prices = {…} for one."""
-    out: dict[str, dict[str, float]] = {}
-    if (table := _price_table(pr, "prices")) is not None:
-        out[""] = table
-    models = pr.sub("models")
-    for model in models.table:
-        if (table := _price_table(models.sub(model), "prices")) is not None:
-            out[model] = table
-    return out
+def _share(r: TableReader, key: str, default: float) -> float:
+    """A share of something, above 0 and at most 1."""
+    v = r.get(key, float, default)
+    if not 0 < v <= 1:
+        raise r.error(key, f"must be above 0 and at most 1 (a share: 0.85 is 85%); got {v}")
+    return v
 
 
 def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Config:
@@ -81,13 +56,18 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         if not isinstance(table, dict):
             raise ConfigError(file, f"providers.{name}", "expected a table")
         base = providers.get(name)
-        api = pr.choice("api", ("responses", "chat", "anthropic"), base.api if base else None)
+        apis = ("responses", "chat", "anthropic")
+        if base is not None and base.api == "offline":  # (its context_window may be set)
+            apis += ("offline",)
+        api = pr.choice("api", apis, base.api if base else None)
         if api is None:
             raise ConfigError(
                 file,
                 f"providers.{name}.api",
                 'required for a new provider: "responses", "chat" or "anthropic"',
             )
+        prices, by_model = config_models.per_model(pr)
+        own = config_models.options(pr, base.reasoning if base else None)
         providers[name] = ProviderConfig(
             name=name,
             api=api,
@@ -95,8 +75,10 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
             api_key_env=pr.get("api_key_env", str, base.api_key_env if base else None),
             headers=pr.str_map("headers"),
             default_model=pr.get("default_model", str, base.default_model if base else None),
-            reasoning=pr.choice("reasoning", REASONING_LEVELS, base.reasoning if base else None),
-            prices=_prices(pr),
+            reasoning=own.reasoning,
+            prices=prices,
+            options=own,
+            model_options=by_model,
         )
 
     ar = r.sub("approval")
@@ -189,6 +171,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         model=r.get("model", str),
         theme=r.get("theme", str, "dark"),
         max_steps=int(positive_number(r, "max_steps", 25)),
+        compact_at=_share(r, "compact_at", 0.85),
         providers=providers,
         approval=approval,
         tools=tools,

@@ -28,6 +28,24 @@ class ConfigError(Exception):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class ModelOptions(FrozenRecord):
+    """What a request asks of the model; None everywhere: each API's own default."""
+
+    temperature: float | None = None
+    max_output_tokens: int | None = None
+    reasoning: str | None = None  # "low" | "medium" | "high" | "off"
+    context_window: int | None = None  # tokens; None: known for common models, else unknown
+
+    def over(self, base: ModelOptions) -> ModelOptions:
+        """These options, with `base`'s where these are unset."""
+        return ModelOptions(*(a if a is not None else b for a, b in zip(
+            self.fields(), base.fields(), strict=True)))
+
+    def fields(self) -> tuple[float | int | str | None, ...]:
+        return (self.temperature, self.max_output_tokens, self.reasoning, self.context_window)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class ProviderConfig(FrozenRecord):
     name: str
     api: Api
@@ -38,12 +56,22 @@ class ProviderConfig(FrozenRecord):
     reasoning: str | None = None  # "low" | "medium" | "high" | "off"; None: the API's default
     # per-million-token prices: {"input": …, "output": …, "cached_input": …}; "" = any model
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
+    options: ModelOptions = field(default_factory=ModelOptions)  # [providers.NAME] itself
+    model_options: dict[str, ModelOptions] = field(default_factory=dict)  # models."M"
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) if self.api_key_env else None
 
     def prices_for(self, model: str) -> dict[str, float] | None:
         return self.prices.get(model) or self.prices.get("")
+
+    def options_for(self, model: str) -> ModelOptions:
+        """The model's own options over the provider's."""
+        own = self.options
+        if own.reasoning is None and self.reasoning is not None:
+            own = ModelOptions(own.temperature, own.max_output_tokens, self.reasoning,
+                               own.context_window)
+        return self.model_options.get(model, ModelOptions()).over(own)
 
 
 BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
@@ -178,6 +206,8 @@ class Config(FrozenRecord):
     model: str | None = None
     theme: str = "dark"
     max_steps: int = 25
+    # Share of the model's context window that starts an automatic compaction (1: never).
+    compact_at: float = 0.85
     providers: dict[str, ProviderConfig] = field(default_factory=lambda: dict(BUILTIN_PROVIDERS))
     approval: ApprovalConfig = field(default_factory=ApprovalConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)

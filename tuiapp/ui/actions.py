@@ -16,7 +16,7 @@ from textual.command import SimpleCommand
 from tuiapp.project import config as project_config
 from tuiapp.providers import ModelError, resolve_model
 from tuiapp.security import trust
-from tuiapp.settings import config, config_types, config_writer, paths
+from tuiapp.settings import config_types, config_writer, paths
 from tuiapp.ui import commands
 from tuiapp.ui.themes import save_theme_choice
 from tuiapp.ui.widgets.prompt_input import PromptInput
@@ -99,6 +99,12 @@ class SessionActions(App[int]):
             from tuiapp.conversation.transcript import Transcript as Record
 
             record = Record.load(self.store, self.chat.session_id)
+            if any(m.summary_keeps is not None for m in record.messages):
+                from dataclasses import replace
+
+                from tuiapp.conversation.session_history import display_order
+
+                record = replace(record, messages=display_order(record.messages))
             await transcript.show_history(record.messages, record.call_records())
             # After a refresh: panes just mounted by a session switch are still composing.
             self.call_after_refresh(self._restore_panes,
@@ -142,6 +148,7 @@ class SessionActions(App[int]):
         footer = self.query_one(StatusFooter)
         footer.session_id, footer.state = session_id, "idle"
         footer.base_usage, footer.usage = self.session_usage(session_id), Usage()
+        footer.context = None
         prompt = self.query_one(PromptInput)
         for m in history:
             if m.role == "user":
@@ -239,23 +246,9 @@ class SessionActions(App[int]):
         except ModelError as e:
             self.notify(str(e), title="Cannot use that model", severity="error", timeout=10)
             return
-        self.query_one(StatusFooter).model = name
+        footer = self.query_one(StatusFooter)
+        footer.model, footer.context = name, None  # another window: known at the next reply
         self.notify(f"Model: {name} (from the next message on)")
-
-    def choose_reasoning(self) -> None:
-        current = self.chat.provider.reasoning
-        notes = {"off": "no thinking (or the least the model allows)",
-                 "low": "a little", "medium": "more", "high": "the most, slowest"}
-        choices = [SimpleCommand(level, (lambda v=level: self.set_reasoning(v)),
-                                 "current" if level == current else notes[level])
-                   for level in config.REASONING_LEVELS]
-        self.search_commands(choices, placeholder="Reasoning effort for this session…")
-
-    def set_reasoning(self, level: str) -> None:
-        """For this session's model from the next request on (kep.toml's
-        [providers.NAME] reasoning keeps the default)."""
-        self.chat.provider.reasoning = level
-        self.notify(f"Reasoning: {level} (from the next message on)")
 
     def action_toggle_thinking(self) -> None:
         from tuiapp.ui.widgets.thinking import ThinkingBlock

@@ -32,6 +32,7 @@ from tuiapp.ui.approval_routing import ApprovalRouting
 from tuiapp.ui.bridge import ApprovalBroker, EventBridge
 from tuiapp.ui.chat_screen import ChatScreen
 from tuiapp.ui.conversation_routing import ConversationRouting
+from tuiapp.ui.model_options import ModelOptionActions
 from tuiapp.ui.narrow import NarrowLayout
 from tuiapp.ui.prompt_commands import SessionStarts
 from tuiapp.ui.screens.output_viewer import OpensOutputViewer
@@ -56,7 +57,7 @@ LATER_CSS = Path(__file__).with_name("later.tcss")
 # The routing mixins come first: Textual calls every class's handler of a message in MRO
 # order, and KepApp's own (now theirs) ran before the other mixins'.
 class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStarts,
-             SessionActions, NarrowLayout, OpensOutputViewer, App[int]):
+             SessionActions, ModelOptionActions, NarrowLayout, OpensOutputViewer, App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "kep"
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -76,7 +76,9 @@ class LazyProvider(Provider):
     async def stream(self, messages: Sequence[Message], tools: Sequence[ToolSpec],
                      system: str | None) -> AsyncIterator[StreamItem]:
         real = await self._get()
-        real.reasoning = self.reasoning  # the palette sets it here
+        # the palette sets them here
+        real.reasoning, real.temperature = self.reasoning, self.temperature
+        real.max_output_tokens = self.max_output_tokens
         async for item in real.stream(messages, tools, system):
             yield item
 
@@ -216,12 +218,21 @@ class ChatSession:
             self.switch_model(self.model)
         return None
 
+    async def compact(self) -> bool:
+        """Summarise the conversation so far (conversation.compaction)."""
+        return await self._conversation().compact()
+
     def switch_model(self, name: str) -> None:
         """Use another model from the next request on. Raises ModelError (message for the user)."""
         provider = LazyProvider(self.ws.config, name)
         provider.preload()
-        if provider.config is self.provider.config and self.provider.reasoning:
-            provider.reasoning = self.provider.reasoning  # same provider: keep the choice
+        if provider.config is self.provider.config:  # same provider: keep the session's choices
+            old = self.provider
+            provider.reasoning = old.reasoning or provider.reasoning
+            if old.temperature is not None:
+                provider.temperature = old.temperature
+            if old.max_output_tokens is not None:
+                provider.max_output_tokens = old.max_output_tokens
         self._retired.append(self.provider)
         self.provider, self.model = provider, name
         if self.conversation is not None:

@@ -22,6 +22,13 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
                         app.choose_model)
     yield SystemCommand("Reasoning effort", "off, low, medium or high for this session's "
                         "model", app.choose_reasoning)
+    yield SystemCommand("Compact conversation", "Summarise the conversation so far with this "
+                        "model and go on from the summary (the messages stay in the session)",
+                        app.action_compact)
+    yield SystemCommand("Temperature", "How varied this session's replies are (0 to 2, or the "
+                        "model's default)", app.choose_temperature)
+    yield SystemCommand("Max output tokens", "The longest reply this session's model may "
+                        "write", app.choose_max_output)
     yield SystemCommand("Show or hide thinking", "Open or collapse every thinking block "
                         "(ctrl+b)", app.action_toggle_thinking)
     yield SystemCommand("Switch theme", "Pick a theme; the choice is saved to config",
@@ -89,9 +96,30 @@ class ModelCommands(Provider):
     def _pick(self, name: str) -> None:
         cast("KepApp", self.app).switch_model(name)
 
+    async def _listed(self, known: dict[str, str]) -> dict[str, tuple[str, bool]]:
+        """What the providers' servers list (after the configured ones): name → (note,
+        pickable); a provider that could not be listed is one line, not pickable."""
+        out: dict[str, tuple[str, bool]] = {}
+        for listing in await cast("KepApp", self.app).model_lists():
+            if listing.error:
+                out[f"{listing.provider}: {listing.error}"] = ("cannot list models", False)
+            for model in listing.models:
+                name = f"{listing.provider}/{model}"
+                if name not in known:
+                    out.setdefault(name, (f"listed by {listing.provider}", True))
+        return out
+
+    def _unlisted(self, line: str) -> None:
+        self.app.notify(line, title="Model list", severity="warning")
+
     async def discover(self) -> Hits:
-        for name, note in self._models().items():
+        models = self._models()
+        for name, note in models.items():
             yield DiscoveryHit(literal(name, line=True), partial(self._pick, name),
+                               text=name, help=escaped(note))
+        for name, (note, pickable) in (await self._listed(models)).items():
+            yield DiscoveryHit(literal(name, line=True),
+                               partial(self._pick if pickable else self._unlisted, name),
                                text=name, help=escaped(note))
 
     async def search(self, query: str) -> Hits:
@@ -99,6 +127,10 @@ class ModelCommands(Provider):
         models = self._models()
         for name, note in models.items():
             if (score := matcher.match(name)) > 0:
+                yield Hit(score, highlighted(matcher, name), partial(self._pick, name),
+                          text=name, help=escaped(note))
+        for name, (note, pickable) in (await self._listed(models)).items():
+            if pickable and (score := matcher.match(name)) > 0:
                 yield Hit(score, highlighted(matcher, name), partial(self._pick, name),
                           text=name, help=escaped(note))
         typed = query.strip()

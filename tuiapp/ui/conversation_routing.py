@@ -17,6 +17,7 @@ from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
 from tuiapp.ui.widgets.transcript import Transcript
 from tuiapp.vocab.events import (
+    ContextUsed,
     MessageAdded,
     RegistryChanged,
     ToolCallDecided,
@@ -139,6 +140,8 @@ class ConversationRouting(App[int]):
             self.set_state("streaming")
         elif isinstance(event, Usage):
             self.query_one(StatusFooter).usage = event
+        elif isinstance(event, ContextUsed):
+            self.query_one(StatusFooter).context = event
         elif isinstance(event, TurnEnded):
             self.set_state("error" if event.stop_reason == "error" else "idle")
             self.approval.drop_closed()

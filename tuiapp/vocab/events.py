@@ -92,6 +92,19 @@ class Usage(Event):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class ContextUsed(Event):
+    """How full the model's context is: the input tokens the provider reported for the last
+    request, against the model's window (None: not known; set `context_window`)."""
+
+    tokens: int
+    window: int | None = None
+
+    @property
+    def fraction(self) -> float | None:
+        return self.tokens / self.window if self.window else None
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class Retrying(Event):
     attempt: int
     delay: float
@@ -105,6 +118,19 @@ class ProviderError(Event):
 
     message: str
     partial: bool = False
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Compacted(Event):
+    """The conversation so far was summarised: `replaced` messages left the context (they
+    stay in the session store), `kept` recent ones stayed after the summary. `automatic`:
+    the context reached the threshold; else asked for."""
+
+    replaced: int
+    kept: int
+    summary: str
+    tokens_before: int | None = None
+    automatic: bool = False
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -139,6 +139,9 @@ class Message:
     reasoning: Reasoning | None = None
     # tool: images the tool returned (their placeholders are in `content`)
     tool_images: tuple[ToolImage, ...] = ()
+    # user: a compaction summary. The number of messages recorded just before it that stay in
+    # the context after it; every earlier one is replaced by this summary (kept in the store).
+    summary_keeps: int | None = None
 
     def to_dict(self, image_data: bool = True) -> dict[str, Any]:
         """The stored form. `image_data=False` leaves tool images' base64 out (exports and
@@ -168,6 +171,8 @@ class Message:
             d["reasoning"] = self.reasoning.to_dict()
         if self.tool_images:
             d["tool_images"] = [i.to_dict(image_data) for i in self.tool_images]
+        if self.summary_keeps is not None:
+            d["summary_keeps"] = self.summary_keeps
         return d
 
     @classmethod
@@ -187,6 +192,7 @@ class Message:
             images=tuple(d.get("images", ())),
             reasoning=Reasoning.from_dict(d.get("reasoning")),
             tool_images=_tool_images(d.get("tool_images")),
+            summary_keeps=_keeps(d.get("summary_keeps")),
         )
 
 
@@ -194,3 +200,8 @@ def _tool_images(value: Any) -> tuple[ToolImage, ...]:
     if not isinstance(value, list):
         return ()
     return tuple(i for i in map(ToolImage.from_dict, value) if i is not None)
+
+
+def _keeps(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+        else None

@@ -1,5 +1,5 @@
-"""The bottom line: model, session tokens, active agent/prompt, state, and the keys that
-matter right now (each one clickable)."""
+"""The bottom line: model, session tokens, how full the context is, active agent/prompt,
+state, and the keys that matter right now (each one clickable)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from tuiapp.vocab.events import Usage
+from tuiapp.vocab.events import ContextUsed, Usage
 
 # (key shown, label, action) per state. The full list is in the README and under ctrl+p → Keys.
 KEYS: dict[str, tuple[tuple[str, str, str], ...]] = {
@@ -49,6 +49,17 @@ def usage_text(u: Usage, *, short: bool = False) -> str:
     return text
 
 
+CONTEXT_WARN = 0.85  # the context is shown as a warning from this fraction on
+
+
+def context_text(c: ContextUsed, *, short: bool = False) -> str:
+    """`ctx 42% of 128k` (`42%` narrow); `ctx 12.3k` when the window is not known."""
+    if c.window is None:
+        return f"ctx {short_count(c.tokens)}"
+    percent = f"{min(999, round(100 * c.tokens / c.window))}%"
+    return percent if short else f"ctx {percent} of {short_count(c.window)}"
+
+
 class StatusFooter(Widget):
     model: reactive[str] = reactive("offline")
     # The session's usage = what earlier runs of it recorded (a resumed session) + this run's.
@@ -57,6 +68,7 @@ class StatusFooter(Widget):
     state: reactive[str] = reactive("idle")
     session_id: reactive[str | None] = reactive(None)
     label: reactive[str | None] = reactive(None)  # active agent / prompt
+    context: reactive[ContextUsed | None] = reactive(None)  # of the last request
 
     def render(self) -> Content:
         # Narrow (an 80-column terminal): tighter separators, the short usage form, ctrl+x as
@@ -87,6 +99,10 @@ class StatusFooter(Widget):
         if self.label:
             left += [sep, (self.label, "$text-secondary")]
         left += [sep, (usage_text(self.base_usage + self.usage, short=short), "$text-muted")]
+        if self.context is not None:
+            full = (self.context.fraction or 0) >= CONTEXT_WARN
+            left += [sep, (context_text(self.context, short=short),
+                           "$text-warning" if full else "$text-muted")]
         if self.session_id and not compact:  # (narrow: the keys matter more)
             left += [sep, (f"session {self.session_id}", "$text-muted")]
         if STATE_LABEL.get(self.state):

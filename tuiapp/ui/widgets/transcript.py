@@ -103,6 +103,7 @@ class Transcript(VerticalScroll):
         # A resumed session: (messages, call records by message index, tool results by id).
         self._history: tuple[Sequence[Message], dict[int, list[ToolCallRecord | None]],
                              dict[str | None, Message]] = ((), {}, {})
+        self._compacted_below = 0  # its messages above this index were compacted
 
     def on_mount(self) -> None:
         self.anchor()
@@ -261,7 +262,12 @@ class Transcript(VerticalScroll):
         return True
 
     def _message_added(self, message: Message) -> None:
-        if message.role == "user":
+        if message.summary_keeps is not None:  # a compaction: the context restarts here
+            from tuiapp.ui.widgets.compacted import CompactedMarker, dim_above
+
+            dim_above(self)
+            self.mount(CompactedMarker(message))
+        elif message.role == "user":
             self.add_user(message.content)
         elif message.role == "assistant":
             self._in_reply, self._batch = 0, None  # its tool calls come next
@@ -295,6 +301,9 @@ class Transcript(VerticalScroll):
         a line on top draws earlier ones, a page at a time. A screenful of them comes first."""
         self._history = (messages, records or {}, {m.tool_call_id: m for m in messages
                                                    if m.role == "tool"})
+        # Messages above the last compaction marker: replaced in the model's context, dimmed.
+        self._compacted_below = max((i for i, m in enumerate(messages)
+                                     if m.summary_keeps is not None), default=0)
         start = page_start(messages, len(messages) - HISTORY_TAIL)
         width, rows = self.app.size  # the transcript is not laid out yet
         first = max(start, screenful_start(messages, len(messages), rows, width - 4))
@@ -316,8 +325,13 @@ class Transcript(VerticalScroll):
         messages, records, results = self._history
         widgets: list[Widget] = []
         for i in range(start, end):
+            first = len(widgets)
             m = messages[i]
-            if m.role == "user":
+            if m.summary_keeps is not None:
+                from tuiapp.ui.widgets.compacted import CompactedMarker
+
+                widgets.append(CompactedMarker(m))
+            elif m.role == "user":
                 widgets.append(UserMessage(m.content))
             elif m.role == "assistant":
                 thought = m.reasoning.text if m.reasoning else ""
@@ -329,6 +343,10 @@ class Transcript(VerticalScroll):
                 for j, call in enumerate(m.tool_calls):
                     rec = recs[j] if j < len(recs) else None
                     widgets.append(restored_block(call, rec, results.get(call.id)))
+            if i < self._compacted_below:
+                from tuiapp.ui.widgets.compacted import dim_above
+
+                dim_above(widgets, since=first)
         return widgets
 
     async def show_earlier(self, marker: EarlierMessages) -> None:
