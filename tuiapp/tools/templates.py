@@ -111,11 +111,13 @@ def _register_aitool_dir(root: Path, path: Path) -> list[str]:
 
     toml = root / "kep.toml"
     entry = f'\n[[tools.sources]]\nformat = "aitool"\npath = "{AITOOL_DIR}"\n'
+    from tuiapp.security import project_files
+
     try:
-        before = toml.read_bytes() if toml.exists() else b""
-    except OSError as e:
+        before = project_files.read_bytes(toml) or b""
+    except project_files.ProjectFileError as e:
         path.unlink()
-        raise TemplateError(f"cannot read {toml}: {e.strerror}") from None
+        raise TemplateError(str(e)) from None
     after = before + (b"" if not before or before.endswith(b"\n") else b"\n") + entry.encode()
     try:
         tomllib.loads(after.decode("utf-8"))

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from tuiapp.security import project_files
 from tuiapp.tools.formats import runtimes  # the parsers: imported when declaring
 from tuiapp.tools.formats.base import FormatContext, ToolFormat, ToolLoadError
 from tuiapp.tools.formats.llm_functions import OUTPUT_FILE
@@ -61,10 +62,8 @@ def is_loki_agent(d: Path) -> bool:
 def read_yaml(path: Path) -> dict[str, Any]:
     """A YAML mapping, or {} when the file is missing or unreadable (reported elsewhere)."""
     try:
-        import yaml
-
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except Exception:  # OSError, yaml.YAMLError, bad UTF-8: the agent loader names it
+        data = project_files.read_yaml(path)
+    except project_files.ProjectFileError:  # the agent loader names it
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -145,9 +144,9 @@ class LokiFormat(ToolFormat):
 
     async def declare(self, path: Path, ctx: FormatContext) -> list[ToolSpec]:
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError as e:
-            raise ToolLoadError(f"cannot read: {e.strerror}") from None
+            text = project_files.read_text(path, errors="replace", missing_ok=False) or ""
+        except project_files.ProjectFileError as e:
+            raise ToolLoadError(e.reason) from None
         path = path.absolute()  # it runs later with cwd = the project root
         if path.parent.parent.name == "agents":
             return self._agent(path, text, ctx)
