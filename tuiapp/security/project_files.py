@@ -40,9 +40,9 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 class ProjectFileError(Exception):
     """One clear line about a project file: `str(e)` is `PATH: REASON`."""
 
-    def __init__(self, path: Path | str, reason: str, key: str = "") -> None:
-        self.path, self.reason, self.key = Path(path), reason, key
-        where = f" ({key})" if key else ""
+    def __init__(self, path: Path | str, reason: str, key: str = "", line: int = 0) -> None:
+        self.path, self.reason, self.key, self.line = Path(path), reason, key, line
+        where = (f":{line}" if line else "") + (f" ({key})" if key else "")
         super().__init__(f"{path}{where}: {reason}")
 
 
@@ -239,11 +239,11 @@ def parse_yaml(text: str, path: Path | str) -> Any:
     try:
         return _checked(yaml.safe_load(text), path)
     except yaml.YAMLError as e:
-        # The first line only: PyYAML quotes the offending source lines after it.
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        # The problem only: PyYAML's message quotes the offending source lines too.
+        problem = getattr(e, "problem", None) or type(e).__name__
         mark = getattr(e, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ProjectFileError(path, f"not valid YAML{at}: {first}") from None
+        raise ProjectFileError(path, f"not valid YAML: {problem}",
+                               line=mark.line + 1 if mark is not None else 0) from None
     except RecursionError:
         raise _deep(path) from None
 
