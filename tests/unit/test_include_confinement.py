@@ -98,7 +98,7 @@ def test_an_include_link_swapped_to_dotenv_after_the_check_is_not_read(root: Pat
     prompt_statements.project_files.confined = check_then_swap  # type: ignore[assignment]
     try:
         with pytest.raises(PromptError):
-            provider, _ = run_in(root, ".user\nread:\n.include swap.md\n.exec\n")
+            run_in(root, ".user\nread:\n.include swap.md\n.exec\n")
     finally:
         prompt_statements.project_files.confined = original  # type: ignore[assignment]
 
