@@ -313,6 +313,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         sys.stderr.close()  # the reader went away (`kep … | head`): not an error
         return EXIT_OK
+    except Exception as e:
+        if type(e).__module__ != "sqlite3":  # (sqlite3 is not imported on the fast path)
+            raise
+        # The session database failed where a command did not expect it (a full disk, a
+        # read-only or locked file): one line for every command, never a traceback.
+        from tuiapp.core.store_schema import default_path
+
+        print(f"kep: the session database {default_path()} failed: {e} (is the disk full, "
+              "or the file read-only?)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
