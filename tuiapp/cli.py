@@ -313,6 +313,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         sys.stderr.close()  # the reader went away (`kep … | head`): not an error
         return EXIT_OK
+    except RuntimeError as e:
+        if "can't start new thread" not in str(e):
+            raise
+        # A process limit used up (a tool forking without end): one line, not a traceback.
+        print("kep: cannot start a thread: too many processes or threads (a tool may be "
+              "forking without limit)", file=sys.stderr)
+        return 1
     except Exception as e:
         if type(e).__module__ != "sqlite3":  # (sqlite3 is not imported on the fast path)
             raise
