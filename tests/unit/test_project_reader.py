@@ -221,3 +221,22 @@ def test_outside_the_root_is_refused(root: Path, name: str) -> None:
 def test_the_home_ssh_key_is_refused(root: Path) -> None:
     key = Path(os.path.expanduser("~/.ssh/id_rsa"))
     assert "outside the project" in _reason(key, lambda p: project_files.read_text(p, confine=root))
+
+
+# ---- kep new: never writes through a checkout's link out of the project -----------------------
+
+
+@pytest.mark.parametrize("linked", ["prompts/functions", "prompts"])
+def test_kep_new_does_not_write_through_a_linked_folder(tmp_path: Path, linked: str) -> None:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "kep.toml").write_text("")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / linked).parent.mkdir(parents=True, exist_ok=True)
+    (root / linked).symlink_to(outside)
+    res = subprocess.run([*KEP, "--project", str(root), "new", "mytool"], capture_output=True,
+                         text=True, env=kep_env(), timeout=BOUND, stdin=subprocess.DEVNULL)
+    assert res.returncode == 2 and "outside the project" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr
+    assert list(outside.rglob("*")) == []

@@ -91,7 +91,9 @@ def create(root: Path, name: str, fmt: str = "keprompt", lang: str | None = None
         path = aitool_dirs[0] / f"{name}.py"
     if os.path.lexists(path):
         raise TemplateError(f"{path} exists; kep new never overwrites (pick another name)")
+    _stay_inside(root, path)  # before mkdir: a linked folder must not be created through
     path.parent.mkdir(parents=True, exist_ok=True)
+    _stay_inside(root, path)
     text = render(name, fmt, lang)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755 if text.startswith(
@@ -103,6 +105,24 @@ def create(root: Path, name: str, fmt: str = "keprompt", lang: str | None = None
     if fmt == "aitool" and not aitool_dirs:
         notes += _register_aitool_dir(root, path)
     return Created(path, tuple(notes))
+
+
+def _stay_inside(root: Path, path: Path) -> None:
+    """A target inside the project must stay there: a checkout's `prompts/functions` that is a
+    link out of it is refused, not written through. (A configured folder outside the
+    project, named as such, is the user's choice.)"""
+    from tuiapp.security import project_files
+
+    top = Path(os.path.abspath(root))
+    if top not in Path(os.path.abspath(path)).parents:
+        return
+    existing = path.parent
+    while not os.path.lexists(existing) and existing != top:
+        existing = existing.parent
+    try:
+        project_files.confined(existing, root)
+    except project_files.ProjectFileError as e:
+        raise TemplateError(f"cannot write {path}: {e.reason}") from None
 
 
 def _register_aitool_dir(root: Path, path: Path) -> list[str]:
