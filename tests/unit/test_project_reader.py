@@ -240,3 +240,21 @@ def test_kep_new_does_not_write_through_a_linked_folder(tmp_path: Path, linked: 
     assert res.returncode == 2 and "outside the project" in res.stderr, res.stderr
     assert "Traceback" not in res.stderr
     assert list(outside.rglob("*")) == []
+
+
+# ---- Loki config: read once trusted, but never read whole ---------------------------------------
+
+
+def test_a_loki_config_yaml_linked_to_dev_zero_is_never_read_whole(checkout: Path) -> None:
+    (checkout / "functions" / "tools").mkdir(parents=True)
+    (checkout / "functions" / "tools" / "hi.py").write_text(
+        'def run(x: str):\n    """Say hi."""\n    return x\n')
+    (checkout / "agents" / "a").mkdir(parents=True)
+    for name in ("functions/config.yaml", "agents/a/config.yaml", "config.yaml"):
+        _zero(checkout, name)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    for command in (("--trust", "functions"), ("--trust", "--agent", "a", "run", "--model",
+                                                "offline", "hi")):
+        no_traceback(kep(*command, cwd=checkout))
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB, the largest child
+    assert peak < max(before, 600 * 1024), f"a child peaked at {peak // 1024} MB"
