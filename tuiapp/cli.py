@@ -325,7 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         # The session database failed where a command did not expect it (a full disk, a
         # read-only or locked file): one line for every command, never a traceback.
-        from tuiapp.core.store_schema import default_path
+        from tuiapp.conversation.store_schema import default_path
 
         print(f"kep: the session database {default_path()} failed: {e} (is the disk full, "
               "or the file read-only?)", file=sys.stderr)

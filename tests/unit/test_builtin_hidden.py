@@ -14,9 +14,9 @@ import pytest
 from test_builtins import BUILTINS, call, ok
 from tools_testutil import make_config
 
-from tuiapp.core.messages import ToolCall
-from tuiapp.tools.model import ToolSpec
 from tuiapp.tools.runner import Runner
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 KEY = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 

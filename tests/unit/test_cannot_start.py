@@ -16,9 +16,9 @@ import pytest
 from tools_testutil import make_config
 
 from tuiapp import cli
-from tuiapp.core.messages import ToolCall
-from tuiapp.tools.model import ToolSpec
 from tuiapp.tools.runner import Runner
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 
 def _alive(pid: int) -> bool:

@@ -15,12 +15,14 @@ from pathlib import Path
 import pytest
 from test_prompt_file import TOOLS, Scripted, echo_executor
 
-from tuiapp.config_types import ApprovalConfig
-from tuiapp.core import agent as agent_mod
-from tuiapp.core.conversation import Conversation, allow_all
-from tuiapp.core.events import Event
-from tuiapp.core.prompt_file import PromptError, parse
-from tuiapp.core.prompt_run import PromptRun
+from tuiapp.conversation import agent as agent_mod
+from tuiapp.conversation import agent_model
+from tuiapp.conversation.conversation import Conversation, allow_all
+from tuiapp.conversation.prompt_file import parse
+from tuiapp.conversation.prompt_model import PromptError
+from tuiapp.conversation.prompt_run import PromptRun
+from tuiapp.settings.config_types import ApprovalConfig
+from tuiapp.vocab.events import Event
 
 KEY = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
@@ -83,7 +85,7 @@ def test_a_glob_include_skips_dotenv_and_says_so(root: Path) -> None:
 
 
 def test_an_include_link_swapped_to_dotenv_after_the_check_is_not_read(root: Path) -> None:
-    from tuiapp.core import prompt_statements
+    from tuiapp.conversation import prompt_statements
 
     (root / "swap.md").write_text("fine\n")
     original = prompt_statements.project_files.confined
@@ -106,7 +108,7 @@ def test_an_include_link_swapped_to_dotenv_after_the_check_is_not_read(root: Pat
 # ---- agent documents -------------------------------------------------------------------------
 
 
-def _agent(root: Path, documents: str) -> agent_mod.Agent:
+def _agent(root: Path, documents: str) -> agent_model.Agent:
     d = root / "agents" / "spy"
     d.mkdir(parents=True, exist_ok=True)
     (d / "index.yaml").write_text(f"name: Spy\ninstructions: x\ndocuments: {documents}\n")

@@ -15,7 +15,7 @@ import pytest
 from conftest import KEP, kep_env
 from fakes.llm_server import FakeLLMServer
 
-from tuiapp import paths
+from tuiapp.settings import paths
 
 
 def _project(root: Path, url: str) -> Path:

@@ -24,7 +24,7 @@ DOTENV_CAP = 1024 * 1024  # as when kep loads .env itself
 def environ(ctx: FormatContext) -> dict[str, str]:
     """The environment a tool would start with (kep's, plus the context's additions), without
     the secrets a tool never gets (secrets.child_env)."""
-    from tuiapp.core import secrets
+    from tuiapp.security import secrets
 
     return secrets.child_env(ctx.config, {**os.environ, **ctx.env})
 
