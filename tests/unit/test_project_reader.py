@@ -82,8 +82,23 @@ def _bad_utf8(root: Path, name: str) -> None:
     (root / name).write_bytes(b"# \xff\xfe not text\n")
 
 
+def _directory(root: Path, name: str) -> None:
+    (root / name).mkdir(parents=True)
+
+
+def _long_line(root: Path, name: str) -> None:
+    (root / name).write_text("# " + "x" * 2_000_000 + "\n")
+
+
+def _link_out(root: Path, name: str) -> None:
+    outside = root.parent / f"outside-{name}"
+    outside.write_text("# outside\n")
+    (root / name).symlink_to(outside)
+
+
 HOSTILE: dict[str, Callable[[Path, str], None]] = {
     "a /dev/zero link": _zero, "a FIFO": _fifo, "invalid UTF-8": _bad_utf8,
+    "a directory": _directory, "a 2 MB line": _long_line, "a link out of the root": _link_out,
 }
 
 
