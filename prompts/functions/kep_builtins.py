@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from kep_hidden import dotenv_inodes, is_dotenv_link, is_dotenv_name, refuse_hidden
+
 VERSION = "kep built-in functions 0.1.0"
 SKIP_DIRS = frozenset(
     {
@@ -67,61 +69,8 @@ def safe_path(name: str) -> Path:
             f"{name!r} resolves to {resolved}, outside the project root {root}; "
             "set [tools] allow_outside_root = true in kep.toml to allow it"
         )
-    refuse_hidden(resolved, repr(name))
+    refuse_hidden(resolved, repr(name), ToolError)
     return resolved
-
-
-# ---- hidden files: never read, written or searched, whatever else allows ----------------------
-# The list is kep's (tuiapp.security.hidden), passed in KEP_HIDDEN_PATHS; `.env` files are
-# hidden wherever they are, also when the list is missing.
-
-
-def is_dotenv_name(name: str) -> bool:
-    return name == ".env" or name.startswith(".env.")
-
-
-def _hidden_bases() -> list[str]:
-    raw = os.environ.get("KEP_HIDDEN_PATHS", "")
-    return [os.path.realpath(p) for p in raw.split(os.pathsep) if p]
-
-
-def hidden_reason(real: Path) -> str | None:
-    """Why `real` (a resolved path) may not be touched, or None."""
-    if any(is_dotenv_name(part) for part in real.parts):
-        return "a .env file (it holds keys)"
-    text = str(real)
-    for base in _hidden_bases():
-        if text == base or text.startswith(base.rstrip(os.sep) + os.sep):
-            return "a hidden path (kep's own data or a credential store)"
-    return None
-
-
-def refuse_hidden(real: Path, name: str) -> None:
-    why = hidden_reason(real)
-    if why:
-        raise ToolError(f"{name} is {why}; kep's file functions never read or write it")
-
-
-def _dotenv_inodes(*dirs: Path) -> set[tuple[int, int]]:
-    out = set()
-    for d in dict.fromkeys(dirs):
-        try:
-            with os.scandir(d) as it:
-                for e in it:
-                    if is_dotenv_name(e.name):
-                        st = e.stat(follow_symlinks=False)
-                        out.add((st.st_dev, st.st_ino))
-        except OSError:
-            continue
-    return out
-
-
-def is_dotenv_link(st: os.stat_result, path: Path) -> bool:
-    """A hard link to a `.env` (in the root or beside it): a hard link has no path of its own
-    to check, so the inode is compared (only when the file has more than one link)."""
-    if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
-        return False
-    return (st.st_dev, st.st_ino) in _dotenv_inodes(project_root(), path.parent)
 
 
 # ---- confinement: open first, then what was opened is what was checked -------------------------
@@ -201,7 +150,7 @@ def open_in_root(path: Path, name: str) -> tuple[int, os.stat_result]:
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         os.close(out)
         raise ToolError(f"{name} is not a regular file (a FIFO, socket or device); not read")
-    if is_dotenv_link(st, path):
+    if is_dotenv_link(st, path, project_root()):
         os.close(out)
         raise ToolError(f"{name} is a hard link to a .env file (it holds keys); not read")
     return out, st
@@ -327,7 +276,7 @@ def open_entry(name: str, dir_fd: int) -> int | None:
         return None
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or (st.st_nlink > 1 and (st.st_dev, st.st_ino) in
-                                        _dotenv_inodes(project_root())):
+                                        dotenv_inodes(project_root())):
         os.close(fd)
         return None
     return fd
