@@ -86,7 +86,9 @@ class ToolEditor(ModalScreen[bool]):
         try:
             self.text = project_files.read_text(path, MAX_EDIT_BYTES, missing_ok=False) or ""
         except project_files.ProjectFileError as e:
-            self.error = f"{e}: open it in an editor ($EDITOR)"
+            why = ("is over 2 MiB" if e.reason.startswith("too big") else
+                   "is not UTF-8 text" if "UTF-8" in e.reason else e.reason)
+            self.error = f"{path.name} {why}: open it in an editor ($EDITOR)"
 
     def compose(self) -> ComposeResult:
         yield Static(f"Editing {self.path}", id="editor-title", markup=False)
