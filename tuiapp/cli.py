@@ -333,6 +333,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         sys.stderr.close()  # the reader went away (`kep … | head`): not an error
         return EXIT_OK
+    except RuntimeError as e:
+        if "can't start new thread" not in str(e):
+            raise
+        # A process limit used up (a tool forking without end): one line, not a traceback.
+        print("kep: cannot start a thread: too many processes or threads (a tool may be "
+              "forking without limit)", file=sys.stderr)
+        return 1
+    except Exception as e:
+        if type(e).__module__ != "sqlite3":  # (sqlite3 is not imported on the fast path)
+            raise
+        # The session database failed where a command did not expect it (a full disk, a
+        # read-only or locked file): one line for every command, never a traceback.
+        from tuiapp.conversation.store_schema import default_path
+
+        print(f"kep: the session database {default_path()} failed: {e} (is the disk full, "
+              "or the file read-only?)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

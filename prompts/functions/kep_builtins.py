@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from kep_hidden import dotenv_inodes, is_dotenv_link, is_dotenv_name, refuse_hidden
+
 VERSION = "kep built-in functions 0.1.0"
 SKIP_DIRS = frozenset(
     {
@@ -67,6 +69,7 @@ def safe_path(name: str) -> Path:
             f"{name!r} resolves to {resolved}, outside the project root {root}; "
             "set [tools] allow_outside_root = true in kep.toml to allow it"
         )
+    refuse_hidden(resolved, repr(name), ToolError)
     return resolved
 
 
@@ -147,6 +150,9 @@ def open_in_root(path: Path, name: str) -> tuple[int, os.stat_result]:
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         os.close(out)
         raise ToolError(f"{name} is not a regular file (a FIFO, socket or device); not read")
+    if is_dotenv_link(st, path, project_root()):
+        os.close(out)
+        raise ToolError(f"{name} is a hard link to a .env file (it holds keys); not read")
     return out, st
 
 
@@ -262,13 +268,15 @@ def kind_of(name: str, dir_fd: int) -> str:
 def open_entry(name: str, dir_fd: int) -> int | None:
     """An fd on a regular file found while walking, or None: links are not followed, and a
     FIFO, socket or device (even one swapped in after kind_of) is never read."""
-    if kind_of(name, dir_fd) != "file":
+    if kind_of(name, dir_fd) != "file" or is_dotenv_name(name):
         return None
     try:
         fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK, dir_fd=dir_fd)
     except OSError:
         return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or (st.st_nlink > 1 and (st.st_dev, st.st_ino) in
+                                        dotenv_inodes(project_root())):
         os.close(fd)
         return None
     return fd

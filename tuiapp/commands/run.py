@@ -283,4 +283,8 @@ def main(args: argparse.Namespace) -> int:
         fail(str(e), e.code)
     finally:
         store.close()
+    if recorder.error is not None:  # shown is not saved: never claim it was
+        print(f"kep: the reply was shown but not saved: {printable(recorder.error)}",
+              file=sys.stderr)
+        return 1
     return 1 if stop == "error" or stop in UNFINISHED_STOPS or printer.failed else 0

@@ -21,6 +21,7 @@ from typing import Any
 
 from tuiapp.conversation import agent_yaml, loki_agent
 from tuiapp.conversation.agent_model import Agent, AgentError
+from tuiapp.security import project_files
 from tuiapp.settings.config_types import Config
 from tuiapp.vocab.tool_specs import ToolSpec
 
@@ -99,12 +100,11 @@ def load_agent(agent_dir: Path) -> Agent:
 
 def read_tools_txt(path: Path) -> list[str]:
     """`fs_cat.sh` lines → tool names (`fs_cat`); `#` comments and blanks skipped."""
-    if not path.is_file():  # a FIFO would block the read for ever
-        return []
     try:
-        lines = path.read_bytes()[:1 << 20].decode("utf-8", errors="replace").splitlines()
-    except OSError:
+        text = project_files.read_text(path, 1 << 20, errors="replace", head=True) or ""
+    except project_files.ProjectFileError:  # a FIFO, a device, a folder: no shared tools
         return []
+    lines = text.splitlines()
     names = []
     for line in lines:
         line = line.strip()
@@ -175,6 +175,11 @@ def read_documents(agent: Agent, project_root: Path) -> Documents:
     notices: list[str] = []
     sections: list[str] = []
     total = 0
+    # Documents stay inside the project (or, for an agent kept outside it, inside the folder
+    # that holds its agents/): `../../.env` or `~/.ssh/id_rsa` is refused, not asked.
+    inside = agent.dir.resolve() == project_root.resolve() or \
+        project_root.resolve() in agent.dir.resolve().parents
+    confine = project_root if inside else agent.dir.parent.parent
     for entry in agent.documents:
         if re.match(r"^[a-z][a-z0-9+.-]*://", entry, re.I):
             notices.append(f"agent {agent.name}: document {entry} skipped: kep has no RAG yet, "
@@ -189,7 +194,12 @@ def read_documents(agent: Agent, project_root: Path) -> Documents:
                                f"{DOCUMENTS_TOTAL_CAP // 1024} KiB in all; {f.name} and later "
                                "ones left out")
                 return Documents(_join(sections), tuple(notices))
-            data = f.read_bytes()[:DOCUMENT_CAP + 1]
+            try:  # within the root, never a hidden file (`../../.env`), never a FIFO
+                data = project_files.read_bytes(f, DOCUMENT_CAP, confine=confine, head=True) \
+                    or b""
+            except project_files.ProjectFileError as e:
+                notices.append(f"agent {agent.name}: document {entry} not read: {e.reason}")
+                continue
             if b"\0" in data[:4096]:
                 notices.append(f"agent {agent.name}: document {f.name} is binary; skipped")
                 continue

@@ -7,23 +7,16 @@ from pathlib import Path
 from typing import Any
 
 from tuiapp.conversation.agent_model import AgentError, AgentVariable
+from tuiapp.security import project_files
 
 
 class AgentYaml:
     def __init__(self, path: Path) -> None:
-        import yaml
-
         self.path = path
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except OSError as e:
-            raise AgentError(f"{path}: cannot read: {e.strerror}") from None
-        except UnicodeDecodeError:
-            raise AgentError(f"{path}: not UTF-8 text") from None
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f":{mark.line + 1}" if mark is not None else ""
-            raise AgentError(f"{path}{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
+            data = project_files.read_yaml(path) or {}
+        except project_files.ProjectFileError as e:
+            raise AgentError(str(e)) from None
         if not isinstance(data, dict):
             raise AgentError(f"{path}: expected a mapping (name, instructions, …)")
         self.data: dict[str, Any] = data

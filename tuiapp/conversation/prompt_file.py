@@ -34,6 +34,7 @@ from tuiapp.conversation.prompt_model import (
     PromptNotFound,
     Statement,
 )
+from tuiapp.security import project_files
 
 # keyword → does it take continuation lines (multi-line text)?
 KEYWORDS: dict[str, bool] = {
@@ -56,6 +57,7 @@ KEYWORDS: dict[str, bool] = {
     ".debug": False,
     ".clear": False,
 }
+PROMPT_CAP = 4 * 1024 * 1024  # a .prompt is a script, not a data file
 UNSUPPORTED = {".clear": "kep does not run `.clear` (it deletes files); remove the line"}
 FUNCTION_ENTRY = re.compile(r"[\w-]+(\.(\*|[\w-]+))?")
 
@@ -91,11 +93,9 @@ def find_prompt(root: Path, name: str) -> Path:
 
 def load(path: Path, root: Path | None = None) -> PromptFile:
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise PromptError(path, 0, "", f"cannot read: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise PromptError(path, 0, "", "not UTF-8 text") from None
+        text = project_files.read_text(path, PROMPT_CAP, missing_ok=False) or ""
+    except project_files.ProjectFileError as e:
+        raise PromptError(path, 0, "", e.reason) from None
     shown = str(path)
     if root is not None:
         try:

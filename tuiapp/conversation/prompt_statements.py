@@ -25,6 +25,7 @@ from tuiapp.conversation.prompt_calls import (
 )
 from tuiapp.conversation.prompt_file import function_entries
 from tuiapp.conversation.prompt_model import PromptError, PromptFile, Statement
+from tuiapp.security import project_files
 from tuiapp.security.approval_flow import Cleared, clear
 from tuiapp.tools.schema import arguments_error
 from tuiapp.vocab.events import PromptOutput, ToolCallRequested, ToolFinished, TurnStarted
@@ -162,7 +163,10 @@ class PromptStatements:
             self._do_functions(st)
         elif kw == ".include":
             for path in self._include_files(st, self._text(st, st.value.strip())):
-                self._append(_read_text(path))
+                try:
+                    self._append(_read_text(path, self.root))
+                except project_files.ProjectFileError as e:
+                    raise self._error(st, f"`.include`: {e}") from None
         elif kw == ".image":
             image = self._image_path(st, self._text(st, st.value.strip()))
             self._commit(conv)
@@ -214,12 +218,24 @@ class PromptStatements:
         path = Path(pattern).expanduser()
         if any(c in pattern for c in "*?["):
             base = str(path if path.is_absolute() else self.root / path)
-            files = [Path(p) for p in sorted(glob.glob(base, recursive=True)) if Path(p).is_file()]
+            files = []
+            for p in sorted(glob.glob(base, recursive=True)):
+                try:  # a glob that matches `.env` or leads out of the root skips that file
+                    files.append(project_files.confined(Path(p), self.root))
+                except project_files.ProjectFileError as e:
+                    self.notices.append(f"{self.prompt.display_path}:{st.line}: .include "
+                                        f"{pattern}: {_rel(Path(p), self.root)} skipped: "
+                                        f"{e.reason}")
+            files = [p for p in files if p.is_file()]
             if not files and self._dry:
                 self.notices.append(f"{self.prompt.display_path}:{st.line}: .include {pattern}: "
                                     "no file matches")
             return files
         full = path if path.is_absolute() else self.root / path
+        try:  # `.include .env`, `~/.ssh/id_rsa` or `../..`: refused, never asked
+            full = project_files.confined(full, self.root)
+        except project_files.ProjectFileError as e:
+            raise self._error(st, f"`.include {pattern}`: {e.reason}") from None
         if not full.is_file():
             raise self._error(st, f"`.include`: no file {pattern} (paths are relative to the "
                                   f"project root, {self.root})")
@@ -228,6 +244,10 @@ class PromptStatements:
     def _image_path(self, st: Statement, value: str) -> Path:
         path = Path(value).expanduser()
         full = path if path.is_absolute() else self.root / path
+        try:
+            full = project_files.confined(full, self.root)
+        except project_files.ProjectFileError as e:
+            raise self._error(st, f"`.image {value}`: {e.reason}") from None
         if not full.is_file():
             raise self._error(st, f"`.image`: no file {value} (relative to {self.root})")
         kind, _ = mimetypes.guess_type(full.name)
@@ -286,8 +306,16 @@ class PromptStatements:
         return stop
 
 
-def _read_text(path: Path) -> str:
-    data = path.read_bytes()[:INCLUDE_CAP + 1]
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _read_text(path: Path, root: Path) -> str:
+    """An included file, checked again as it is opened (a link swapped in since the check)."""
+    data = project_files.read_bytes(path, INCLUDE_CAP, confine=root, head=True) or b""
     text = data[:INCLUDE_CAP].decode("utf-8", errors="replace").rstrip("\n")
     if len(data) > INCLUDE_CAP:
         text += f"\n… [{path.name} cut at {INCLUDE_CAP // 1024} KiB]"

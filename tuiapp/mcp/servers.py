@@ -7,13 +7,12 @@ mcp.json entry of the same name.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tuiapp.security import trust
+from tuiapp.security import project_files, trust
 from tuiapp.settings.config_types import Config, McpServerConfig
 
 MCP_JSON = "mcp.json"
@@ -39,15 +38,11 @@ def tool_name(server: str, tool: str, prefix: bool = True) -> str:
 def read_mcp_json(path: Path) -> dict[str, McpServerConfig]:
     """The servers an mcp.json declares ({} when there is no file). Raises McpJsonError."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        data = project_files.read_json(path)
+    except project_files.ProjectFileError as e:
+        raise McpJsonError(str(e)) from None
+    if data is None:
         return {}
-    except OSError as e:
-        raise McpJsonError(f"{path}: cannot read: {e.strerror}") from None
-    except RecursionError:
-        raise McpJsonError(f"{path}: nested too deeply") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise McpJsonError(f"{path}: not valid JSON: {e}") from None
     if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):
         raise McpJsonError(f'{path}: expected {{"mcpServers": {{NAME: {{"command": …}}}}}}')
     servers = {}

@@ -214,16 +214,22 @@ def unique_id(call_id: str, taken: set[str]) -> str:
     return new
 
 
+IMAGE_CAP = 20 * 1024 * 1024  # providers refuse bigger images anyway
+
+
 def load_image(path: str) -> tuple[str, str] | None:
     """(media type, base64 data) of an image file, or None when it cannot be sent."""
     p = Path(path).expanduser()
     media = mimetypes.guess_type(p.name)[0]
     if media not in IMAGE_TYPES:
         return None
+    from tuiapp.security import project_files  # a FIFO or a 10 GB "image" is never read
+
     try:
-        return media, base64.b64encode(p.read_bytes()).decode("ascii")
-    except OSError:
+        data = project_files.read_bytes(p, IMAGE_CAP)
+    except project_files.ProjectFileError:
         return None
+    return None if data is None else (media, base64.b64encode(data).decode("ascii"))
 
 
 def image_note(path: str) -> str:

@@ -51,25 +51,13 @@ def is_behaviour_variable(name: str) -> bool:
 
 
 def _bounded_text(path: Path) -> str | None:
-    """A regular file's text, or None (missing, special, too big, not UTF-8)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return None
-    try:
-        import stat
+    """A regular file's text, or None (missing, special, too big, not UTF-8). Links are
+    followed, as the loader of `.env` follows them: what is counted is what is loaded."""
+    from tuiapp.security import project_files  # the one reader of project files
 
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_READ:
-            return None
-        data = os.read(fd, MAX_READ + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
+        return project_files.read_text(path, MAX_READ)
+    except project_files.ProjectFileError:
         return None
 
 

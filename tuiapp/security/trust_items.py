@@ -10,10 +10,11 @@ project records its items' keys; an item whose key is not recorded was gained si
 from __future__ import annotations
 
 import json
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tuiapp.security import project_files
 
 MCP_JSON = "mcp.json"
 KEP_TOML = "kep.toml"
@@ -40,15 +41,14 @@ def read_project_files(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     toml: dict[str, Any] = {}
     with_json: dict[str, Any] = {}
     try:
-        with (root / KEP_TOML).open("rb") as f:
-            toml = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        toml = project_files.read_toml(root / KEP_TOML) or {}
+    except project_files.ProjectFileError:
         pass
     try:
-        data = json.loads((root / MCP_JSON).read_text(encoding="utf-8"))
+        data = project_files.read_json(root / MCP_JSON)
         if isinstance(data, dict):
             with_json = data
-    except (OSError, ValueError, UnicodeDecodeError):
+    except project_files.ProjectFileError:
         pass
     return toml, with_json
 

@@ -6,88 +6,38 @@ noting the keys nobody asked for.
 from __future__ import annotations
 
 import math
-import os
 import re
-import stat
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tuiapp.settings import file_reader  # the bounded reader of files kep does not control
 from tuiapp.settings.config_types import ConfigError
 
-MAX_DEPTH = 64  # tables/arrays nested deeper than this are refused (no config needs it)
+MAX_DEPTH = file_reader.MAX_DEPTH
+MAX_BYTES = file_reader.MAX_BYTES
+
+
+def _config_error(e: file_reader.ProjectFileError) -> ConfigError:
+    return ConfigError(e.path, e.key, e.reason)
 
 
 def read_toml(path: Path) -> dict[str, Any]:
     """A TOML file's data ({} when it does not exist). Anything wrong with it, from bad bytes
     to nesting deep enough to exhaust the parser's stack, is one ConfigError."""
-    raw = read_regular(path)
-    if raw is None:
-        return {}
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        raise ConfigError(
-            path, "", f"not valid UTF-8 at line {line}, column {col} (byte {e.start})"
-        ) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(path, "", f"not valid TOML: {e}") from None
-    except RecursionError:
-        raise ConfigError(path, "", f"nested too deeply (at most {MAX_DEPTH} levels)") from None
-    where = _too_deep(data)
-    if where is not None:
-        raise ConfigError(path, where, f"nested too deeply (at most {MAX_DEPTH} levels)")
-    return data
-
-
-MAX_BYTES = 16 * 1024 * 1024  # a config file this big is a mistake, not a config
+        return file_reader.read_toml(path) or {}
+    except file_reader.ProjectFileError as e:
+        raise _config_error(e) from None
 
 
 def read_regular(path: Path, max_bytes: int = MAX_BYTES) -> bytes | None:
-    """The bytes of a regular file, None when there is none. Opened without blocking and
-    checked before reading: a FIFO (open would wait for a writer) or a link to /dev/zero
-    (read never ends) is an error, never a hang."""
+    """The bytes of a regular file, None when there is none: a FIFO, a link to /dev/zero or a
+    file over `max_bytes` is one ConfigError, never a hang."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        if path.is_symlink():
-            raise ConfigError(path, "", f"dangling symlink (to {os.readlink(path)})") from None
-        return None
-    except OSError as e:
-        raise ConfigError(path, "", f"cannot read: {e.strerror}") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        kind = "a directory" if stat.S_ISDIR(mode) else (
-            "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket")
-        raise ConfigError(path, "", f"not a regular file ({kind})")
-    with os.fdopen(fd, "rb") as f:
-        try:
-            raw = f.read(max_bytes + 1)
-        except OSError as e:
-            raise ConfigError(path, "", f"cannot read: {e.strerror}") from None
-    if len(raw) > max_bytes:
-        raise ConfigError(path, "", f"too big (over {max_bytes // (1024 * 1024)} MB)")
-    return raw
-
-
-def _too_deep(data: Any) -> str | None:
-    """The dotted key where `data` nests deeper than MAX_DEPTH, or None (iterative)."""
-    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
-    while stack:
-        node, key, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return key.split(".", 1)[0] or "(top)"
-        if isinstance(node, dict):
-            stack.extend((v, f"{key}.{k}" if key else str(k), depth + 1) for k, v in node.items())
-        elif isinstance(node, list):
-            stack.extend((v, key, depth + 1) for v in node)
-    return None
+        return file_reader.read_bytes(path, max_bytes)
+    except file_reader.ProjectFileError as e:
+        raise _config_error(e) from None
 
 
 def deep_merge(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:

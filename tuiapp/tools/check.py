@@ -178,12 +178,15 @@ async def keprompt_findings(path: Path, ctx: FormatContext,
     def add(sev: Severity, code: str, msg: str, fix: str, tool: str | None = None) -> None:
         out.append(Finding(sev, code, src, tool, msg, fix))
 
+    from tuiapp.security import project_files  # a FIFO named like a tool must not block
+
     try:
         st = path.stat()
-        with path.open("rb") as f:
-            head = f.read(4)
-    except OSError as e:
-        add("error", "unreadable", f"cannot read: {e.strerror}", "check the file's permissions")
+        head = (project_files.read_bytes(path, 3, head=True, missing_ok=False) or b"")[:4]
+    except (OSError, project_files.ProjectFileError) as e:
+        why = e.reason if isinstance(e, project_files.ProjectFileError) else \
+            f"cannot read: {e.strerror}"
+        add("error", "unreadable", why, "check the file's permissions")
         return out
     if not head.startswith(b"#!") and head != b"\x7fELF":
         add("error", "no-shebang", "no shebang: the first line does not name an interpreter",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal
 import subprocess
@@ -42,6 +43,33 @@ def kill_all_groups() -> None:
     for pgid in list(LIVE_GROUPS):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
+
+
+def _kill_unwatched(mark: bytes) -> None:
+    """SIGKILL the group of kep's child whose KEP_OWNER carries `mark` (a start that failed
+    after the exec), and reap it."""
+    me = os.getpid()
+    try:
+        entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return
+    for name in entries:
+        pid = int(name)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+            if ppid != me:
+                continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if not any(item.startswith(OWNER_VAR.encode() + b"=") and mark in item
+                           for item in f.read().split(b"\0")):
+                    continue
+        except (OSError, ValueError, IndexError):
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
 
 
 class _Protocol(asyncio.SubprocessProtocol):
@@ -122,8 +150,9 @@ class Proc:
         (ENOENT, EACCES, ENOEXEC …) when it cannot be started."""
         loop = asyncio.get_running_loop()
         owner = os.environ.get(OWNER_VAR)
+        mark = f"start-{os.urandom(6).hex()}"  # finds this child if its start fails half-way
         if owner:  # the mark that lets kep's watchdog find it and its descendants (lifetime)
-            env = {**(os.environ if env is None else env), OWNER_VAR: owner}
+            env = {**(os.environ if env is None else env), OWNER_VAR: f"{owner} {mark}"}
         starting = asyncio.ensure_future(
             spawn.exec_protocol(
                 loop,
@@ -143,6 +172,13 @@ class Proc:
         )
         try:
             transport, protocol = await asyncio.shield(starting)
+        except RuntimeError as e:
+            # asyncio (3.11) watches each child with a thread; when none can be started (a
+            # fork bomb used up the process limit) the child already runs, unwatched: kill it
+            # and make this a failed start, never a crash or an "ok".
+            _kill_unwatched(mark.encode())
+            raise OSError(errno.EAGAIN, f"kep cannot watch it ({e}): too many processes or "
+                                        "threads; a tool may be forking without limit") from None
         except asyncio.CancelledError:
             # The child may already run (and fork). Cancelling asyncio's own start would kill
             # only the leader and then wait for its pipes to close, i.e. for its children to

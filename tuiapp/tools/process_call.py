@@ -12,7 +12,7 @@ import os
 import signal
 from pathlib import Path
 
-from tuiapp.security import secrets
+from tuiapp.security import hidden, secrets
 from tuiapp.security.sandbox import spawn as sandbox_spawn
 from tuiapp.settings.config_types import Config
 from tuiapp.tools.call_output import (
@@ -45,6 +45,8 @@ def call_env(
         env["KEP_ALLOW_OUTSIDE_ROOT"] = "1"
     else:
         env.pop("KEP_ALLOW_OUTSIDE_ROOT", None)
+    # kep's file built-ins refuse these whatever else allows (one list: security.hidden).
+    env["KEP_HIDDEN_PATHS"] = os.pathsep.join(str(p) for p in hidden.hidden_paths())
     # Last, so a format's `.env` values (llm-functions, Loki) cannot bring a key back.
     return secrets.child_env(config, env, keep=added)
 

@@ -13,10 +13,11 @@ from pathlib import Path
 def read_shebang(path: Path, *, as_kernel: bool = False) -> str | None:
     """The #! line of a file without its #!, or None. `as_kernel`: trim only spaces and tabs,
     as the kernel does (so a CRLF line keeps its \r and fails there too)."""
+    from tuiapp.security import project_files  # a FIFO named like a tool must not block
+
     try:
-        with path.open("rb") as f:
-            head = f.read(256)
-    except OSError:
+        head = (project_files.read_bytes(path, 255, head=True) or b"")[:256]
+    except project_files.ProjectFileError:
         return None
     if not head.startswith(b"#!"):
         return None

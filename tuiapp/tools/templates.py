@@ -91,7 +91,9 @@ def create(root: Path, name: str, fmt: str = "keprompt", lang: str | None = None
         path = aitool_dirs[0] / f"{name}.py"
     if os.path.lexists(path):
         raise TemplateError(f"{path} exists; kep new never overwrites (pick another name)")
+    _stay_inside(root, path)  # before mkdir: a linked folder must not be created through
     path.parent.mkdir(parents=True, exist_ok=True)
+    _stay_inside(root, path)
     text = render(name, fmt, lang)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755 if text.startswith(
@@ -105,17 +107,37 @@ def create(root: Path, name: str, fmt: str = "keprompt", lang: str | None = None
     return Created(path, tuple(notes))
 
 
+def _stay_inside(root: Path, path: Path) -> None:
+    """A target inside the project must stay there: a checkout's `prompts/functions` that is a
+    link out of it is refused, not written through. (A configured folder outside the
+    project, named as such, is the user's choice.)"""
+    from tuiapp.security import project_files
+
+    top = Path(os.path.abspath(root))
+    if top not in Path(os.path.abspath(path)).parents:
+        return
+    existing = path.parent
+    while not os.path.lexists(existing) and existing != top:
+        existing = existing.parent
+    try:
+        project_files.confined(existing, root)
+    except project_files.ProjectFileError as e:
+        raise TemplateError(f"cannot write {path}: {e.reason}") from None
+
+
 def _register_aitool_dir(root: Path, path: Path) -> list[str]:
     """AITool classes are only read from configured sources: add aitools/ to kep.toml."""
     import tomllib
 
     toml = root / "kep.toml"
     entry = f'\n[[tools.sources]]\nformat = "aitool"\npath = "{AITOOL_DIR}"\n'
+    from tuiapp.security import project_files
+
     try:
-        before = toml.read_bytes() if toml.exists() else b""
-    except OSError as e:
+        before = project_files.read_bytes(toml) or b""
+    except project_files.ProjectFileError as e:
         path.unlink()
-        raise TemplateError(f"cannot read {toml}: {e.strerror}") from None
+        raise TemplateError(str(e)) from None
     after = before + (b"" if not before or before.endswith(b"\n") else b"\n") + entry.encode()
     try:
         tomllib.loads(after.decode("utf-8"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -368,8 +367,9 @@ class SessionActions(App[int]):
 
 
 def _has_key(file: Path, key: str) -> bool:
+    from tuiapp.security import project_files
+
     try:
-        with file.open("rb") as f:
-            return key in tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError):
+        return key in (project_files.read_toml(file) or {})
+    except project_files.ProjectFileError:
         return False

@@ -100,7 +100,10 @@ class KepromptFormat(ToolFormat):
                 transient=True,
             )
         if res.exit_code != 0:
-            raise ToolLoadError(exit_error(path, res))
+            # 126/127: an interpreter or command not found or not runnable (`#!/usr/bin/env X`
+            # with no X on PATH). That depends on the machine, not the file: never cached, so
+            # installing X is seen at the next listing.
+            raise ToolLoadError(exit_error(path, res), transient=res.exit_code in (126, 127))
         if res.stdout_truncated:
             raise ToolLoadError("--list-functions printed more than 8 MiB")
         defs = parse_definitions(res.stdout.decode("utf-8", errors="replace"))

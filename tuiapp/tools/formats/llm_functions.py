@@ -18,6 +18,7 @@ from typing import Any
 
 # The parsers (argc_tags, python_sig, js_sig) are imported when a file is declared or run:
 # the warm `kep functions` path only lists files and reads the cache.
+from tuiapp.security import project_files
 from tuiapp.tools.formats import runtimes
 from tuiapp.tools.formats.base import FormatContext, ToolFormat, ToolLoadError
 from tuiapp.tools.schema import schema_error
@@ -102,9 +103,9 @@ class LlmFunctionsFormat(ToolFormat):
         if path.name == "functions.json":
             return self._built(path, root, agent, ctx)
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError as e:
-            raise ToolLoadError(f"cannot read: {e.strerror}") from None
+            text = project_files.read_text(path, errors="replace", missing_ok=False) or ""
+        except project_files.ProjectFileError as e:
+            raise ToolLoadError(e.reason) from None
         if path.suffix == ".sh":
             return self._bash(path, text, root, agent, ctx)
         if path.suffix == ".py":
@@ -186,9 +187,9 @@ class LlmFunctionsFormat(ToolFormat):
                ctx: FormatContext) -> list[ToolSpec]:
         """AIChat's functions_dir: declarations as built, run through bin/ (as AIChat does)."""
         try:
-            items = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise ToolLoadError(f"cannot read functions.json: {e}") from None
+            items = project_files.read_json(path)
+        except project_files.ProjectFileError as e:
+            raise ToolLoadError(f"functions.json: {e.reason}") from None
         if not isinstance(items, list):
             raise ToolLoadError("functions.json must be a JSON array of declarations")
         bin_dir = root / "bin"
@@ -277,12 +278,8 @@ def agent_var_env_names(index: Path) -> set[str]:
 
 def _agent_variables(index: Path) -> list[dict[str, Any]]:
     try:
-        import yaml
-
-        data = yaml.safe_load(index.read_text(encoding="utf-8")) or {}
-    except (OSError, ValueError, ImportError):
-        return []
-    except Exception:  # yaml.YAMLError: a broken index.yaml must not break the call
+        data = project_files.read_yaml(index) or {}
+    except project_files.ProjectFileError:  # a broken index.yaml must not break the call
         return []
     variables = data.get("variables") if isinstance(data, dict) else None
     return [v for v in variables or [] if isinstance(v, dict) and isinstance(v.get("name"), str)]

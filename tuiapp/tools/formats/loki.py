@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from tuiapp.security import project_files
 from tuiapp.tools.formats import (
     loki_tool_choice,
     runtimes,  # the parsers: imported when declaring
@@ -138,9 +139,9 @@ class LokiFormat(ToolFormat):
 
     async def declare(self, path: Path, ctx: FormatContext) -> list[ToolSpec]:
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError as e:
-            raise ToolLoadError(f"cannot read: {e.strerror}") from None
+            text = project_files.read_text(path, errors="replace", missing_ok=False) or ""
+        except project_files.ProjectFileError as e:
+            raise ToolLoadError(e.reason) from None
         path = path.absolute()  # it runs later with cwd = the project root
         if path.parent.parent.name == "agents":
             return self._agent(path, text, ctx)

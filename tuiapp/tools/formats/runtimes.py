@@ -11,13 +11,14 @@ import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from tuiapp.security import project_items, trust
+from tuiapp.security import project_files, project_items, trust
 from tuiapp.tools.formats.base import FormatContext
 from tuiapp.tools.shebang import read_shebang
 
 HERE = Path(__file__).resolve().parent
 CHILD_PYTHON = HERE / "_child_python.py"
 CHILD_JS = HERE / "_child_js.mjs"
+DOTENV_CAP = 1024 * 1024  # as when kep loads .env itself
 
 
 def environ(ctx: FormatContext) -> dict[str, str]:
@@ -40,11 +41,17 @@ def dotenv_values(*files: Path) -> dict[str, str]:
     """Variables of the first file that sets each (python-dotenv's quoting rules)."""
     out: dict[str, str] = {}
     for file in files:
-        if not file.is_file():
+        try:
+            text = project_files.read_text(file, DOTENV_CAP)
+        except project_files.ProjectFileError:
+            continue  # a broken .env sets nothing here; loading it at start says why
+        if text is None:
             continue
+        import io
+
         from dotenv import dotenv_values as read
 
-        for k, v in read(file).items():
+        for k, v in read(stream=io.StringIO(text)).items():
             if v is not None and k not in out:
                 out[k] = v
     return out

@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tuiapp.security import project_files
+
 
 def read_yaml(path: Path) -> dict[str, Any]:
-    """A YAML mapping, or {} when the file is missing or unreadable (reported elsewhere)."""
+    """A YAML mapping, or {} when the file is missing or unreadable (the agent loader names it):
+    read through the one reader, so a /dev/zero link or deep nesting costs nothing."""
     try:
-        import yaml
-
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except Exception:  # OSError, yaml.YAMLError, bad UTF-8: the agent loader names it
+        data = project_files.read_yaml(path)
+    except project_files.ProjectFileError:
         return {}
     return data if isinstance(data, dict) else {}

@@ -81,15 +81,14 @@ class ToolEditor(ModalScreen[bool]):
         self.saved = False
         self.error: str | None = None
         self.text = ""
+        from tuiapp.security import project_files  # a FIFO or /dev/zero link: one line
+
         try:
-            if path.stat().st_size > MAX_EDIT_BYTES:
-                self.error = f"{path.name} is over 2 MiB: open it in an editor ($EDITOR)"
-            else:
-                self.text = path.read_bytes().decode("utf-8")
-        except UnicodeDecodeError:
-            self.error = f"{path.name} is not UTF-8 text: open it in an editor ($EDITOR)"
-        except OSError as e:
-            self.error = f"cannot read {path}: {e.strerror}"
+            self.text = project_files.read_text(path, MAX_EDIT_BYTES, missing_ok=False) or ""
+        except project_files.ProjectFileError as e:
+            why = ("is over 2 MiB" if e.reason.startswith("too big") else
+                   "is not UTF-8 text" if "UTF-8" in e.reason else e.reason)
+            self.error = f"{path.name} {why}: open it in an editor ($EDITOR)"
 
     def compose(self) -> ComposeResult:
         yield Static(f"Editing {self.path}", id="editor-title", markup=False)
