@@ -110,7 +110,10 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         action = rr.choice("action", ("allow", "ask", "deny"), None)
         if action is None:
             raise ConfigError(file, f"approval.rules[{i}].action", "required: allow, ask or deny")
-        rules.append(Rule(tool, action, rr.regex("args"), f"{Path(file).name} rule {i}"))
+        shell = rr.get("shell", str)
+        if shell is not None and not shell.strip():
+            raise rr.error("shell", "expected the name of the argument that holds the command line")
+        rules.append(Rule(tool, action, rr.regex("args"), f"{Path(file).name} rule {i}", shell))
     approval = ApprovalConfig(ar.choice("default", ("allow", "ask", "deny"), "ask"), tuple(rules))
 
     tr = r.sub("tools")

@@ -70,6 +70,9 @@ class Rule(FrozenRecord):
     action: Action
     args: str | None = None  # regex over the decoded arguments (core/argument_text.py)
     origin: str = ""  # "file.toml rule 3", for messages
+    # The argument that holds a command line: tools this rule names are shell-like
+    # (core/shell_split.py), so every simple command of that line must be allowed.
+    shell: str | None = None
 
     def describe(self) -> str:
         a = f", arguments match {self.args}" if self.args else ""

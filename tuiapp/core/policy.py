@@ -8,18 +8,24 @@ The order (README "Approval rules"):
    from (never by name, so a project's `grep` or an MCP server's `readfile` is asked about);
 5. `[approval] default`.
 How a rule's `args` regex meets the arguments is in argument_text.py.
+
+Shell-like tools (kep's built-in `execcmd`, recognised by its file, and any tool a rule marks
+with `shell = "ARG"`) are decided per simple command of their command line (shell_split.py):
+after step 1 on the whole call, every simple command goes through steps 1-5 as a call of its
+own; one deny denies the call, all allowed allows it, anything else asks. A line the splitter
+can't be sure of is asked about, never allowed (a deny still denies).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from tuiapp import paths
 from tuiapp.config_types import Action, ApprovalConfig, Rule
-from tuiapp.core import argument_text
+from tuiapp.core import argument_text, shell_split
 from tuiapp.core.messages import ToolCall
 from tuiapp.tools.model import ToolSpec
 
@@ -28,6 +34,8 @@ READ_ONLY_BUILTINS: dict[str, frozenset[str]] = {
     "files": frozenset({"readfile", "listdir", "grep"}),
 }
 BUILTIN_DEFAULT = "kep's read-only built-ins"
+# kep's built-in functions that run a command line, and the argument that holds it.
+SHELL_BUILTINS: dict[str, dict[str, str]] = {"shell": {"execcmd": "cmd"}}
 
 
 @dataclass(frozen=True)
@@ -53,10 +61,20 @@ def decide(
     for rule in approval.rules:
         if rule.action == "deny" and matcher.matches(rule):
             return Verdict("deny", rule.describe())
+    argument = shell_argument(call.name, approval, spec)
+    if argument is not None:
+        return _decide_shell(call, argument, approval, env or {}, spec, order)
+    return _after_deny(call, matcher, approval, env or {}, spec)
+
+
+def _after_deny(
+    call: ToolCall, matcher: _Matcher, approval: ApprovalConfig, env: Mapping[str, str],
+    spec: ToolSpec | None,
+) -> Verdict:
+    """Steps 2-5, once no deny rule matched."""
     for rule in approval.rules:
         if rule.action != "deny" and matcher.matches(rule):
             return Verdict(rule.action, rule.describe())
-    env = env or {}
     need, skip = env.get("LLM_MCP_NEED_CONFIRM"), env.get("LLM_MCP_SKIP_CONFIRM")
     if need and _env_match(need, call.name):
         return Verdict("ask", f"LLM_MCP_NEED_CONFIRM={need}")
@@ -67,6 +85,42 @@ def decide(
     # What the user sees on the call: "asked: no rule matched".
     why = "" if approval.default == "ask" else f" ([approval] default = {approval.default})"
     return Verdict(approval.default, f"no rule matched{why}")
+
+
+def shell_argument(name: str, approval: ApprovalConfig, spec: ToolSpec | None) -> str | None:
+    """The argument holding a command line when the tool `name` runs one, else None: kep's
+    own `execcmd` (by its file), or a tool a rule marks with `shell = "ARG"`."""
+    if spec is not None and _is_builtin(spec, SHELL_BUILTINS):
+        return SHELL_BUILTINS[os.path.basename(os.path.realpath(spec.source))][spec.name]
+    for rule in approval.rules:
+        if rule.shell and _name_matches(rule, name):
+            return rule.shell
+    return None
+
+
+def _decide_shell(
+    call: ToolCall, argument: str, approval: ApprovalConfig, env: Mapping[str, str],
+    spec: ToolSpec | None, order: tuple[str, ...],
+) -> Verdict:
+    line = call.arguments.get(argument)
+    if not isinstance(line, str):
+        return Verdict("ask", f"`{argument}` is not a command line kep can check")
+    parts = shell_split.split(line)
+    decided: list[tuple[str, Verdict]] = []
+    for text in parts.commands:
+        one = ToolCall(call.id, call.name, {**call.arguments, argument: text})
+        matcher = _Matcher(one, order)
+        deny = next((r for r in approval.rules if r.action == "deny" and matcher.matches(r)),
+                    None)
+        if deny is not None:
+            return Verdict("deny", f"{deny.describe()}, on `{text}`")
+        decided.append((text, _after_deny(one, matcher, approval, env, spec)))
+    if parts.unsure:
+        return Verdict("ask", f"kep can't be sure what this command line runs: {parts.unsure[0]}")
+    for text, verdict in decided:
+        if verdict.action != "allow":
+            return Verdict(verdict.action, f"{verdict.rule}, on `{text}`")
+    return Verdict("allow", "; ".join(dict.fromkeys(v.rule for _, v in decided)))
 
 
 def decide_direct(
@@ -89,11 +143,17 @@ def deny_rules_for(tool: str, approval: ApprovalConfig) -> list[Rule]:
 def is_read_only_builtin(spec: ToolSpec) -> bool:
     """Whether `spec` is one of kep's own read-only built-ins: declared by kep's bundled
     file, and run from that file. The name alone proves nothing."""
+    return _is_builtin(spec, READ_ONLY_BUILTINS)
+
+
+def _is_builtin(spec: ToolSpec, table: Mapping[str, Collection[str]]) -> bool:
+    """Whether `spec` is one of `table`'s functions (by bundled file name) declared by kep's
+    bundled file and run from it."""
     if spec.format != "keprompt":
         return False
     source = os.path.realpath(spec.source)
     directory, file = os.path.split(source)
-    if spec.name not in READ_ONLY_BUILTINS.get(file, ()):
+    if spec.name not in table.get(file, ()):
         return False
     if directory != os.path.realpath(paths.builtin_functions_dir()):
         return False
