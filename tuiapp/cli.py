@@ -44,6 +44,12 @@ def _common(p: argparse.ArgumentParser, top: bool = False) -> None:
         default=False if top else argparse.SUPPRESS,
         help="trust the project for this run only (see `kep trust`)",
     )
+    p.add_argument(
+        "--mode",
+        choices=("read-only", "ask", "auto", "yolo"),  # tuiapp.core.modes.MODES, not imported
+        default=None if top else argparse.SUPPRESS,
+        help="approval mode for this run: read-only, ask (default), auto, yolo",
+    )
 
 
 def _session_flags(p: argparse.ArgumentParser, top: bool = False) -> None:
@@ -236,8 +242,8 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
 # much as a warm listing. Anything else (an abbreviation, another flag) goes to argparse.
 # Tests check that both read every such argv the same.
 _TOP_DEFAULTS: dict[str, object] = {
-    "project": None, "trust": False, "model": None, "continue_": False, "session": None,
-    "fork": False, "prompt": None, "agent": None, "set_vars": []}
+    "project": None, "trust": False, "mode": None, "model": None, "continue_": False,
+    "session": None, "fork": False, "prompt": None, "agent": None, "set_vars": []}
 _FUNCTIONS_DEFAULTS = {"json": False, "watch": False, "light_schema": False, "check": False,
                        "strict": False}
 

@@ -72,6 +72,25 @@ def _prices(pr: TableReader) -> dict[str, dict[str, float]]:
     return out
 
 
+def _rule_modes(rr: TableReader) -> tuple[str, ...]:
+    from tuiapp.core import modes
+
+    named = rr.get("modes", list, [])
+    if "modes" in rr.table and not (
+            named and all(isinstance(m, str) and m in modes.MODES for m in named)):
+        raise rr.error("modes", f"expected a list of modes from {', '.join(modes.MODES)}")
+    return tuple(dict.fromkeys(named))
+
+
+def _mode(ar: TableReader) -> str:
+    from tuiapp.core import modes
+
+    if ar.table.get("mode") == "yolo":
+        raise ar.error("mode", "yolo is chosen for a session only (--mode yolo, or the "
+                               "palette), never from a file")
+    return str(ar.choice("mode", modes.FROM_FILES, modes.DEFAULT))
+
+
 def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Config:
     r = TableReader(file, data)
     providers = dict(BUILTIN_PROVIDERS)
@@ -113,8 +132,10 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         shell = rr.get("shell", str)
         if shell is not None and not shell.strip():
             raise rr.error("shell", "expected the name of the argument that holds the command line")
-        rules.append(Rule(tool, action, rr.regex("args"), f"{Path(file).name} rule {i}", shell))
-    approval = ApprovalConfig(ar.choice("default", ("allow", "ask", "deny"), "ask"), tuple(rules))
+        rules.append(Rule(tool, action, rr.regex("args"), f"{Path(file).name} rule {i}", shell,
+                          _rule_modes(rr)))
+    approval = ApprovalConfig(ar.choice("default", ("allow", "ask", "deny"), "ask"), tuple(rules),
+                              _mode(ar))
 
     tr = r.sub("tools")
     timeouts = {}
@@ -225,6 +246,7 @@ def load(project_root: Path | None = None, user_file: Path | None = None,
     files = []
     warnings: list[str] = []
     user_rules: list[Any] = []
+    user_approval: Mapping[str, Any] = {}
     project_data: dict[str, Any] = {}
     for f in (user_file, project_file):
         if f == project_file and f != user_file:
@@ -240,6 +262,7 @@ def load(project_root: Path | None = None, user_file: Path | None = None,
         files.append(f)
         if f == user_file:
             user_rules = data.get("approval", {}).get("rules", [])
+            user_approval = _approval_of(data)
         merged = deep_merge(merged, data)
     # Rules are ordered and first match wins: project rules first, then the user's.
     project_rules = (
@@ -247,12 +270,29 @@ def load(project_root: Path | None = None, user_file: Path | None = None,
         if project_file in files and project_file != user_file
         else []
     )
+    mode = _approval_of(project_data).get("mode")
+    if project_file in files and mode is not None and mode not in _PROJECT_MODES:
+        # A project may make kep stricter, never quieter (README "Modes").
+        warnings.append(f"{project_file}: approval.mode = {mode!r} ignored: a project may "
+                        f"choose only {' or '.join(_PROJECT_MODES)}")
+        user_mode = user_approval.get("mode")
+        merged["approval"] = {k: v for k, v in merged["approval"].items() if k != "mode"}
+        if user_mode is not None:
+            merged["approval"]["mode"] = user_mode
     if user_rules or project_rules:
         merged.setdefault("approval", {})
         merged["approval"] = dict(merged["approval"], rules=[*project_rules, *user_rules])
     cfg = parse(merged, " + ".join(str(f) for f in files) or "defaults", root)
     return Config(**{**cfg.__dict__, "files": tuple(files), "warnings": tuple(warnings),
                      "trust": state})
+
+
+_PROJECT_MODES = ("read-only", "ask")  # core/modes.FROM_PROJECT, without importing it here
+
+
+def _approval_of(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    table = data.get("approval", {})
+    return table if isinstance(table, Mapping) else {}
 
 
 DOTENV_MAX_BYTES = 1024 * 1024

@@ -73,6 +73,7 @@ class Rule(FrozenRecord):
     # The argument that holds a command line: tools this rule names are shell-like
     # (core/shell_split.py), so every simple command of that line must be allowed.
     shell: str | None = None
+    modes: tuple[str, ...] = ()  # the approval modes it applies in (core/modes.py); () = all
 
     def describe(self) -> str:
         a = f", arguments match {self.args}" if self.args else ""
@@ -83,6 +84,8 @@ class Rule(FrozenRecord):
 class ApprovalConfig(FrozenRecord):
     default: Action = "ask"
     rules: tuple[Rule, ...] = ()
+    mode: str = "ask"  # core/modes.py: read-only | ask | auto | yolo
+    sandboxed: bool = False  # a sandbox is in force for tools (what `auto` needs)
 
 
 @dataclass(frozen=True, eq=False, repr=False)

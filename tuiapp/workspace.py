@@ -41,6 +41,9 @@ class Workspace:
     # The project's MCP servers, once start_mcp() ran and there is at least one.
     mcp: McpManager | None = field(default=None, init=False)
     _runners: list[Runner] = field(default_factory=list, init=False)
+    # The approval mode chosen for this session (--mode, the palette, the key), kept over
+    # config reloads; None: the mode the config files chose.
+    session_mode: str | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.registry = Registry(self.config)
@@ -67,8 +70,19 @@ class Workspace:
     def root(self) -> Path:
         return self.config.project_root
 
+    def set_mode(self, mode: str) -> None:
+        """Switch the approval mode for the rest of the session (from the next decision)."""
+        self.session_mode = mode
+        self.config = _with_mode(self.config, mode)
+
+    @property
+    def mode(self) -> str:
+        return self.config.approval.mode
+
     def reconfigure(self, config: Config) -> None:
         """A new config (kep.toml edited): rules and settings apply from the next call."""
+        if self.session_mode is not None:
+            config = _with_mode(config, self.session_mode)
         self.config = config
         self.registry.reconfigure(config)
         for runner in self._runners:
@@ -126,3 +140,9 @@ class Workspace:
             allow_only=self.start.allow_only if self.start else None,
             tool_settings=lambda: self.config.tools,
         )
+
+
+def _with_mode(config: Config, mode: str) -> Config:
+    from dataclasses import replace
+
+    return replace(config, approval=replace(config.approval, mode=mode))

@@ -63,6 +63,8 @@ async def serve(config: Config, wire_in: int, wire_out: int, *, allow_ask: bool 
     from tuiapp.workspace import Workspace
 
     workspace = Workspace(config)
+    if config.approval.mode != "ask":
+        workspace.set_mode(config.approval.mode)  # --mode or the files: kept over reloads
     await workspace.registry.refresh()
     server: KepMcpServer | None = None
 

@@ -164,6 +164,8 @@ def main(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     require_trust(cfg)  # an untrusted project's tools would be missing without a word
     ws = Workspace(cfg)
+    if getattr(args, "mode", None):
+        ws.set_mode(args.mode)  # kept over config reloads
     plan = _start.plan_from_args(ws, args)  # --prompt / --agent: the session starts from it
     if args.show_system:
         asyncio.run(_show_system(ws, plan))

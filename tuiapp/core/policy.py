@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
 
 from tuiapp import paths
 from tuiapp.config_types import Action, ApprovalConfig, Rule
-from tuiapp.core import argument_text, shell_split
+from tuiapp.core import argument_text, modes, shell_split
 from tuiapp.core.messages import ToolCall
 from tuiapp.tools.model import ToolSpec
 
@@ -55,7 +55,22 @@ def decide(
     spec: ToolSpec | None,
 ) -> Verdict:
     """The verdict for `call` to the tool `spec` (None: not known; kep's defaults then
-    never allow it)."""
+    never allow it), in the mode `approval.mode` (core/modes.py)."""
+    mode = approval.mode
+    rules = tuple(r for r in approval.rules if modes.rule_applies(r.modes, r.action, mode))
+    if len(rules) != len(approval.rules):
+        approval = replace(approval, rules=rules)
+    fallback = _default
+    if mode == "read-only":
+        env, fallback = {}, _read_only  # nothing but kep's knowledge and marked rules allows
+    return _settle(_decide(call, approval, env or {}, spec, fallback), approval)
+
+
+Fallback = Callable[[ToolCall, ToolSpec | None, ApprovalConfig], "Verdict"]
+
+
+def _decide(call: ToolCall, approval: ApprovalConfig, env: Mapping[str, str],
+            spec: ToolSpec | None, fallback: Fallback) -> Verdict:
     order = tuple((spec.parameters.get("properties") or {}) if spec else ())
     matcher = _Matcher(call, order)
     for rule in approval.rules:
@@ -63,13 +78,39 @@ def decide(
             return Verdict("deny", rule.describe())
     argument = shell_argument(call.name, approval, spec)
     if argument is not None:
-        return _decide_shell(call, argument, approval, env or {}, spec, order)
-    return _after_deny(call, matcher, approval, env or {}, spec)
+        return _decide_shell(call, argument, approval, env, spec, order, fallback)
+    return _after_deny(call, matcher, approval, env, spec, fallback)
+
+
+def _default(call: ToolCall, spec: ToolSpec | None, approval: ApprovalConfig) -> Verdict:
+    # What the user sees on the call: "asked: no rule matched".
+    why = "" if approval.default == "ask" else f" ([approval] default = {approval.default})"
+    return Verdict(approval.default, f"no rule matched{why}")
+
+
+def _read_only(call: ToolCall, spec: ToolSpec | None, approval: ApprovalConfig) -> Verdict:
+    if spec is not None and spec.format == "mcp" and spec.run.get("read_only_hint") is True:
+        return Verdict("ask", "read-only mode: its MCP server says it changes nothing "
+                              "(readOnlyHint)")
+    return Verdict("deny", modes.READ_ONLY_DENIAL)
+
+
+def _settle(verdict: Verdict, approval: ApprovalConfig) -> Verdict:
+    """What the mode makes of a question: yolo answers it, auto answers it inside a sandbox."""
+    if verdict.action != "ask":
+        return verdict
+    if approval.mode == "yolo":
+        return Verdict("allow", f"yolo mode (would ask: {verdict.rule})")
+    if approval.mode == "auto":
+        if approval.sandboxed:
+            return Verdict("allow", f"auto mode, inside the sandbox (would ask: {verdict.rule})")
+        return replace(verdict, rule=f"{verdict.rule}; auto mode asks: no sandbox is in force")
+    return verdict
 
 
 def _after_deny(
     call: ToolCall, matcher: _Matcher, approval: ApprovalConfig, env: Mapping[str, str],
-    spec: ToolSpec | None,
+    spec: ToolSpec | None, fallback: Fallback,
 ) -> Verdict:
     """Steps 2-5, once no deny rule matched."""
     for rule in approval.rules:
@@ -82,9 +123,7 @@ def _after_deny(
         return Verdict("allow", f"LLM_MCP_SKIP_CONFIRM={skip}")
     if spec is not None and is_read_only_builtin(spec):
         return Verdict("allow", BUILTIN_DEFAULT)
-    # What the user sees on the call: "asked: no rule matched".
-    why = "" if approval.default == "ask" else f" ([approval] default = {approval.default})"
-    return Verdict(approval.default, f"no rule matched{why}")
+    return fallback(call, spec, approval)
 
 
 def shell_argument(name: str, approval: ApprovalConfig, spec: ToolSpec | None) -> str | None:
@@ -100,7 +139,7 @@ def shell_argument(name: str, approval: ApprovalConfig, spec: ToolSpec | None) -
 
 def _decide_shell(
     call: ToolCall, argument: str, approval: ApprovalConfig, env: Mapping[str, str],
-    spec: ToolSpec | None, order: tuple[str, ...],
+    spec: ToolSpec | None, order: tuple[str, ...], fallback: Fallback,
 ) -> Verdict:
     line = call.arguments.get(argument)
     if not isinstance(line, str):
@@ -114,7 +153,7 @@ def _decide_shell(
                     None)
         if deny is not None:
             return Verdict("deny", f"{deny.describe()}, on `{text}`")
-        decided.append((text, _after_deny(one, matcher, approval, env, spec)))
+        decided.append((text, _after_deny(one, matcher, approval, env, spec, fallback)))
     if parts.unsure:
         return Verdict("ask", f"kep can't be sure what this command line runs: {parts.unsure[0]}")
     for text, verdict in decided:

@@ -274,7 +274,11 @@ class ServerConnection:
             specs[name] = ToolSpec(
                 name=name, description=tool.description or tool.title or tool.name,
                 parameters=dict(tool.input_schema), format="mcp", source=source_key(self.name),
-                run={"server": self.name, "tool": tool.name},
+                run={"server": self.name, "tool": tool.name,
+                     # the server's word that the tool changes nothing: read-only mode asks
+                     # about such a tool instead of denying it (core/policy.py)
+                     "read_only_hint": getattr(getattr(tool, "annotations", None),
+                                               "read_only_hint", None) is True},
             )
         self.specs = specs
         self._publish([*specs.values(), *items])
