@@ -44,18 +44,22 @@ def write_toml_atomic(path: Path, data: Mapping[str, Any]) -> Path:
     return written
 
 
-def add_rule(file: Path, tool_regex: str, action: Action, args_regex: str | None = None) -> Rule:
+def add_rule(file: Path, tool_regex: str, action: Action, args_regex: str | None = None,
+             *, modes: tuple[str, ...] = ()) -> Rule:
     """Put a rule at the front of `file`'s approval rules, atomically, as a
-    `[[approval.rules]]` table. (A deny rule elsewhere still wins: see policy.)"""
+    `[[approval.rules]]` table. (A deny rule elsewhere still wins: see policy.) `modes`
+    limits it to those approval modes (a grant never applies in a stricter mode)."""
     data = read_toml(file)
     rule: dict[str, Any] = {"tool": tool_regex, "action": action}
     if args_regex:
         rule["args"] = args_regex
+    if modes:
+        rule["modes"] = list(modes)
     approval = dict(data.get("approval", {}))
     approval["rules"] = [rule, *approval.get("rules", [])]
     data["approval"] = approval
     write_toml_atomic(file, data)
-    return Rule(tool_regex, action, args_regex, f"{file.name} rule 1")
+    return Rule(tool_regex, action, args_regex, f"{file.name} rule 1", modes=modes)
 
 
 def set_value(file: Path, key: str, value: Any) -> None:

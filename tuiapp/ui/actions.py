@@ -291,7 +291,12 @@ class SessionActions(App[int]):
                         severity="warning", timeout=10)
             return
         try:
-            config_writer.add_rule(file, f"^{re.escape(tool)}$", action)  # type: ignore[arg-type]
+            from tuiapp.core import modes
+
+            # Granted in this mode: never applies in a stricter one (deny rules: everywhere).
+            limit = modes.grant_modes(self.ws.mode) if action == "allow" else ()
+            config_writer.add_rule(file, f"^{re.escape(tool)}$", action,  # type: ignore[arg-type]
+                                   modes=limit)
             # The user's own answer: not a change for folder trust to ask about again.
             trust.accept_rule(self.ws.root, f"^{re.escape(tool)}$", action)
             self.ws.reconfigure(config.load(self.ws.root))

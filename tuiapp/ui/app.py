@@ -36,6 +36,7 @@ from tuiapp.ui.approval_routing import ApprovalRouting
 from tuiapp.ui.bridge import ApprovalBroker, EventBridge
 from tuiapp.ui.chat_screen import ChatScreen
 from tuiapp.ui.conversation_routing import ConversationRouting
+from tuiapp.ui.mode_actions import ModeActions
 from tuiapp.ui.narrow import NarrowLayout
 from tuiapp.ui.prompt_commands import SessionStarts
 from tuiapp.ui.themes import register_themes, set_startup_theme
@@ -58,7 +59,7 @@ LATER_CSS = Path(__file__).with_name("later.tcss")
 # The routing mixins come first: Textual calls every class's handler of a message in MRO
 # order, and KepApp's own (now theirs) ran before the other mixins'.
 class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStarts,
-             SessionActions, NarrowLayout, App[int]):
+             SessionActions, ModeActions, NarrowLayout, App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "kep"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -71,6 +72,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         Binding("ctrl+g", "cancel_tools", "cancel tools", show=False),
         Binding("ctrl+l", "copy_reply", "copy last reply", show=False),
         Binding("ctrl+b", "toggle_thinking", "thinking", show=False),
+        Binding("ctrl+s", "switch_mode", "approval mode", show=False),
     ]
 
     def __init__(self, ws: Workspace, *, model: str, store: Store | None, session_id: str | None,
@@ -160,6 +162,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         model, session_id, history, _ = self._first_chat
         footer = self.query_one(StatusFooter)
         footer.model, footer.label, footer.session_id = model, self.label, session_id
+        footer.mode = self.ws.mode
         footer.base_usage = self.session_usage(session_id)
         self.query_one(PromptInput).focus()
         if history:

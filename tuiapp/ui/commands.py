@@ -24,6 +24,8 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
                         "model", app.choose_reasoning)
     yield SystemCommand("Show or hide thinking", "Open or collapse every thinking block "
                         "(ctrl+b)", app.action_toggle_thinking)
+    yield SystemCommand("Approval mode", f"now {app.ws.mode}: read-only, ask, auto or yolo "
+                        "for this session (ctrl+s cycles all but yolo)", app.choose_mode)
     yield SystemCommand("Switch theme", "Pick a theme; the choice is saved to config",
                         app.choose_theme)
     yield SystemCommand("New session", "Start a fresh conversation (ctrl+n)",

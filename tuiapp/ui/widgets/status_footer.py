@@ -57,6 +57,10 @@ class StatusFooter(Widget):
     state: reactive[str] = reactive("idle")
     session_id: reactive[str | None] = reactive(None)
     label: reactive[str | None] = reactive(None)  # active agent / prompt
+    mode: reactive[str] = reactive("ask")  # the approval mode (core/modes.py)
+
+    def watch_mode(self, mode: str) -> None:
+        self.set_class(mode == "yolo", "-yolo")
 
     def render(self) -> Content:
         # Narrow (an 80-column terminal): tighter separators, the short usage form, ctrl+x as
@@ -84,6 +88,10 @@ class StatusFooter(Widget):
     def _left(self, *, short: bool, compact: bool = False) -> Content:
         sep = (" │ " if compact else "  │  ", "$text-muted")
         left: list[str | tuple[str, str]] = [(" ◆ ", "$accent"), (self.model, "bold")]
+        if self.mode != "ask":  # the default is not shown; any other mode always is
+            style = "bold reverse" if self.mode == "yolo" else "bold $text-warning"
+            left += [sep, (f" {self.mode.upper()} " if self.mode == "yolo" else self.mode,
+                           style)]
         if self.label:
             left += [sep, (self.label, "$text-secondary")]
         left += [sep, (usage_text(self.base_usage + self.usage, short=short), "$text-muted")]
