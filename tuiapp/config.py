@@ -11,6 +11,7 @@ import math
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -283,8 +284,27 @@ def load(project_root: Path | None = None, user_file: Path | None = None,
         merged.setdefault("approval", {})
         merged["approval"] = dict(merged["approval"], rules=[*project_rules, *user_rules])
     cfg = parse(merged, " + ".join(str(f) for f in files) or "defaults", root)
-    return Config(**{**cfg.__dict__, "files": tuple(files), "warnings": tuple(warnings),
-                     "trust": state})
+    sources = [(project_file, len(project_rules)), (user_file, len(user_rules))]
+    approval = replace(cfg.approval, rules=_placed(cfg.approval.rules, sources))
+    return Config(**{**cfg.__dict__, "approval": approval, "files": tuple(files),
+                     "warnings": tuple(warnings), "trust": state})
+
+
+def _placed(rules: tuple[Rule, ...], sources: list[tuple[Path, int]]) -> tuple[Rule, ...]:
+    """The merged rules, each named by the file it came from and its line there (the merged
+    parse could only say "a.toml + b.toml rule 7")."""
+    from tuiapp.rule_places import places_in
+
+    out: list[Rule] = []
+    for file, count in sources:
+        if not count:
+            continue
+        for i, place in enumerate(places_in(file, count), 1):
+            rule = rules[len(out)]
+            where = f"{file.name} rule {i}" + (f", line {place.line}" if place.line else "")
+            out.append(replace(rule, origin=where, file=str(file), line=place.line,
+                               note=place.note))
+    return tuple(out) if len(out) == len(rules) else rules
 
 
 _PROJECT_MODES = ("read-only", "ask")  # core/modes.FROM_PROJECT, without importing it here

@@ -74,6 +74,11 @@ class Rule(FrozenRecord):
     # (core/shell_split.py), so every simple command of that line must be allowed.
     shell: str | None = None
     modes: tuple[str, ...] = ()  # the approval modes it applies in (core/modes.py); () = all
+    # Where it was read (rules screen, `kep rules list`, events): file, 1-based line (0:
+    # unknown), the comment above it ("always" rules say who added them and when).
+    file: str = field(default="", compare=False)
+    line: int = field(default=0, compare=False)
+    note: str = field(default="", compare=False)
 
     def describe(self) -> str:
         a = f", arguments match {self.args}" if self.args else ""

@@ -120,6 +120,8 @@ HOSTILE: list[tuple[str, str]] = [
     ("2 MB line", "echo " + "a" * (2 * 1024 * 1024)),
     ("lone surrogate", "echo \udcff; rm -rf /"),
     ("tab for a space", "echo\thi;\trm -rf /"),
+    ("only a comment", "# echo hi"),
+    ("only separators", ";"),
 ]
 
 
@@ -203,6 +205,21 @@ NARROW = approval(
 ])
 def test_lines_made_only_of_allowed_commands_are_allowed(cmd: str) -> None:
     assert action(NARROW, cmd) == "allow"
+
+
+def test_the_verdict_names_the_file_and_line_of_the_rule(tmp_path: Path) -> None:
+    from tuiapp import trust
+
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "kep.toml").write_text(
+        "[approval]\n\n# a comment\n[[approval.rules]]\ntool = \"execcmd\"\n"
+        "args = '^rm'\naction = \"deny\"\n")
+    trust.trust(project)
+    rules = config.load(project, tmp_path / "none.toml").approval
+    v = decide(ToolCall("1", "execcmd", {"cmd": "ls; rm x"}), rules, {}, spec=EXECCMD)
+    assert v.action == "deny" and v.file == str(project / "kep.toml") and v.line == 4
+    assert "kep.toml rule 1, line 4" in v.rule
 
 
 def test_the_ask_names_the_command_that_is_not_allowed() -> None:

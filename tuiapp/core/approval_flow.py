@@ -78,18 +78,21 @@ async def clear(
     for _ in range(MAX_ROUNDS):
         verdict = policy.decide(call, approval(), env, spec=spec)
         if verdict.action == "deny":
-            emit(ToolCallDecided(call.id, "deny", verdict.rule, edited_arguments=edited()))
+            emit(ToolCallDecided(call.id, "deny", verdict.rule, edited_arguments=edited(),
+                                 rule_file=verdict.file, rule_line=verdict.line))
             after = f"; {again}" if again else ""
             return Refused("denied", f"denied by policy ({verdict.rule}){after}")
         if verdict.action == "allow":
-            emit(ToolCallDecided(call.id, "allow", verdict.rule, edited_arguments=edited()))
+            emit(ToolCallDecided(call.id, "allow", verdict.rule, edited_arguments=edited(),
+                                 rule_file=verdict.file, rule_line=verdict.line))
             return Cleared(call, spec)
         if again:
             verdict = replace(verdict, again=again)
         sealed = await seal(spec)
         answer = await approver(call, spec, verdict)
         emit(ToolCallDecided(call.id, "ask", verdict.rule, answer.approved, answer.reason,
-                             answer.arguments if answer.arguments is not None else edited()))
+                             answer.arguments if answer.arguments is not None else edited(),
+                             rule_file=verdict.file, rule_line=verdict.line))
         if not answer.approved:
             why = f"the user denied this call: {answer.reason}" if answer.reason else (
                 "the user denied this call")

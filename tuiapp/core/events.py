@@ -158,6 +158,9 @@ class ToolCallDecided(Event):
     approved: bool | None = None  # for ask: the user's answer
     reason: str = ""  # deny reason typed by the user
     edited_arguments: dict[str, Any] | None = None
+    # Where the deciding rule is written ("" and 0: no file, e.g. kep's built-in default).
+    rule_file: str = ""
+    rule_line: int = 0
 
 
 @dataclass(frozen=True, eq=False, repr=False)

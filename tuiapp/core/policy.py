@@ -45,6 +45,14 @@ class Verdict:
     # Set when kep asks about a call a second time (edited arguments, changed code): why.
     # An answer given for other calls ("allow all") never covers such a question.
     again: str = ""
+    # Where the deciding rule is written: its file and 1-based line ("" / 0: not in a file).
+    file: str = ""
+    line: int = 0
+
+
+def _by(rule: Rule, action: str | None = None, suffix: str = "") -> Verdict:
+    return Verdict(action or rule.action, rule.describe() + suffix,  # type: ignore[arg-type]
+                   file=rule.file, line=rule.line)
 
 
 def decide(
@@ -75,7 +83,7 @@ def _decide(call: ToolCall, approval: ApprovalConfig, env: Mapping[str, str],
     matcher = _Matcher(call, order)
     for rule in approval.rules:
         if rule.action == "deny" and matcher.matches(rule):
-            return Verdict("deny", rule.describe())
+            return _by(rule)
     argument = shell_argument(call.name, approval, spec)
     if argument is not None:
         return _decide_shell(call, argument, approval, env, spec, order, fallback)
@@ -100,10 +108,11 @@ def _settle(verdict: Verdict, approval: ApprovalConfig) -> Verdict:
     if verdict.action != "ask":
         return verdict
     if approval.mode == "yolo":
-        return Verdict("allow", f"yolo mode (would ask: {verdict.rule})")
+        return replace(verdict, action="allow", rule=f"yolo mode (would ask: {verdict.rule})")
     if approval.mode == "auto":
         if approval.sandboxed:
-            return Verdict("allow", f"auto mode, inside the sandbox (would ask: {verdict.rule})")
+            return replace(verdict, action="allow",
+                           rule=f"auto mode, inside the sandbox (would ask: {verdict.rule})")
         return replace(verdict, rule=f"{verdict.rule}; auto mode asks: no sandbox is in force")
     return verdict
 
@@ -115,7 +124,7 @@ def _after_deny(
     """Steps 2-5, once no deny rule matched."""
     for rule in approval.rules:
         if rule.action != "deny" and matcher.matches(rule):
-            return Verdict(rule.action, rule.describe())
+            return _by(rule)
     need, skip = env.get("LLM_MCP_NEED_CONFIRM"), env.get("LLM_MCP_SKIP_CONFIRM")
     if need and _env_match(need, call.name):
         return Verdict("ask", f"LLM_MCP_NEED_CONFIRM={need}")
@@ -152,14 +161,16 @@ def _decide_shell(
         deny = next((r for r in approval.rules if r.action == "deny" and matcher.matches(r)),
                     None)
         if deny is not None:
-            return Verdict("deny", f"{deny.describe()}, on `{text}`")
+            return _by(deny, suffix=f", on `{text}`")
         decided.append((text, _after_deny(one, matcher, approval, env, spec, fallback)))
     if parts.unsure:
         return Verdict("ask", f"kep can't be sure what this command line runs: {parts.unsure[0]}")
     for text, verdict in decided:
         if verdict.action != "allow":
-            return Verdict(verdict.action, f"{verdict.rule}, on `{text}`")
-    return Verdict("allow", "; ".join(dict.fromkeys(v.rule for _, v in decided)))
+            return replace(verdict, rule=f"{verdict.rule}, on `{text}`")
+    last = decided[-1][1]  # the file and line shown: the last command's rule
+    return Verdict("allow", "; ".join(dict.fromkeys(v.rule for _, v in decided)),
+                   file=last.file, line=last.line)
 
 
 def decide_direct(
@@ -171,7 +182,7 @@ def decide_direct(
 ) -> Verdict:
     """`kep call`: the user typed the call, so `ask` becomes allow; `deny` still stands."""
     v = decide(call, approval, env, spec=spec)
-    return v if v.action == "deny" else Verdict("allow", v.rule)
+    return v if v.action == "deny" else replace(v, action="allow")
 
 
 def deny_rules_for(tool: str, approval: ApprovalConfig) -> list[Rule]:

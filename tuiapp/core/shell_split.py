@@ -70,6 +70,8 @@ def split(line: str) -> Split:
     """The simple commands of `line`, and what made the split unsure (if anything)."""
     walk = _Walk(line, 0)
     _parse_into(walk, line)
+    if not walk.commands and not walk.unsure:
+        walk.doubt("no command found in it")  # never "all of none allowed"
     return Split(tuple(walk.commands), tuple(walk.unsure))
 
 
