@@ -1,4 +1,5 @@
-"""argv → one of: tui | run | functions | call | new | init | trust | mcp | sessions | config.
+"""argv → one of: tui | run | functions | call | new | init | trust | mcp | sessions | config |
+rules.
 
 Every flag of every subcommand is declared here (one place for the CLI contract); the work is
 done by tuiapp.commands.<name>.main(args), imported only when that subcommand runs so that
@@ -85,7 +86,8 @@ def _session_flags(p: argparse.ArgumentParser, top: bool = False) -> None:
     )
 
 
-COMMANDS = ("run", "functions", "call", "new", "init", "trust", "mcp", "sessions", "config")
+COMMANDS = ("run", "functions", "call", "new", "init", "trust", "mcp", "sessions", "config",
+            "rules")
 
 
 class _Retry(Exception):
@@ -234,6 +236,13 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     csub = p.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     _common(csub.add_parser("path", help="print the config files kep reads"))
     _common(csub.add_parser("show", help="print the merged config (secrets masked)"))
+
+    p = sub.add_parser("rules", help="the approval rules in force, in the order applied")
+    _common(p)
+    rsub = p.add_subparsers(dest="rules_command", metavar="ACTION", required=True)
+    s = rsub.add_parser("list", help="every rule with its file and line")
+    _common(s)
+    s.add_argument("--json", action="store_true", help="a JSON array")
     return parser
 
 
