@@ -44,6 +44,13 @@ def write_toml_atomic(path: Path, data: Mapping[str, Any]) -> Path:
     return written
 
 
+def note_own_write(path: Path) -> None:
+    """`path` was just written by kep (not re-dumped through tomli_w): a reload it causes is
+    kep's own."""
+    if (key := _stat_key(path)) is not None:
+        _OWN_WRITES[path] = key
+
+
 def add_rule(file: Path, tool_regex: str, action: Action, args_regex: str | None = None,
              *, modes: tuple[str, ...] = ()) -> Rule:
     """Put a rule at the front of `file`'s approval rules, atomically, as a

@@ -10,9 +10,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-_HEADER = re.compile(r"^[ \t]*\[\[[ \t]*approval[ \t]*\.[ \t]*rules[ \t]*\]\][ \t]*(#.*)?$")
+HEADER = re.compile(r"^[ \t]*\[\[[ \t]*approval[ \t]*\.[ \t]*rules[ \t]*\]\][ \t]*(#.*)?$")
 _INLINE = re.compile(r"^[ \t]*rules[ \t]*=")
-_TABLE = re.compile(r"^[ \t]*\[")
+TABLE = re.compile(r"^[ \t]*\[")
 _APPROVAL = re.compile(r"^[ \t]*\[[ \t]*approval[ \t]*\][ \t]*(#.*)?$")
 NOTE_CAP = 200  # characters of a comment shown as a rule's note
 
@@ -26,7 +26,7 @@ class Place:
 def places(text: str, count: int) -> list[Place]:
     """The place of each of `count` rules in a config file's `text`."""
     lines = text.splitlines()
-    headers = [i for i, line in enumerate(lines) if _HEADER.match(line)]
+    headers = [i for i, line in enumerate(lines) if HEADER.match(line)]
     if len(headers) == count:
         return [Place(i + 1, _note_above(lines, i)) for i in headers]
     inline = _inline_rules_line(lines)
@@ -59,7 +59,7 @@ def _inline_rules_line(lines: list[str]) -> int:
     for i, line in enumerate(lines):
         if _APPROVAL.match(line):
             in_approval = True
-        elif _TABLE.match(line):
+        elif TABLE.match(line):
             in_approval = False
         elif in_approval and _INLINE.match(line):
             return i + 1

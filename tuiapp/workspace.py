@@ -7,13 +7,14 @@ stays a thin shell. No textual here.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuiapp import paths, trust
-from tuiapp.config_types import Config
+from tuiapp.config_types import ApprovalConfig, Config, Rule
 from tuiapp.tools.model import ToolSpec
 from tuiapp.tools.registry import Registry
 
@@ -44,6 +45,10 @@ class Workspace:
     # The approval mode chosen for this session (--mode, the palette, the key), kept over
     # config reloads; None: the mode the config files chose.
     session_mode: str | None = field(default=None, init=False)
+    # Rules switched off for this session on the rules screen (by rule_key), and how many
+    # calls each rule's file and line decided this session.
+    disabled: set[tuple[object, ...]] = field(default_factory=set, init=False)
+    decided: Counter[tuple[str, int]] = field(default_factory=Counter, init=False)
 
     def __post_init__(self) -> None:
         self.registry = Registry(self.config)
@@ -78,6 +83,30 @@ class Workspace:
     @property
     def mode(self) -> str:
         return self.config.approval.mode
+
+    def approval(self) -> ApprovalConfig:
+        """The rules that decide now: the config's, minus those disabled for the session."""
+        a = self.config.approval
+        if not self.disabled:
+            return a
+        from dataclasses import replace
+
+        return replace(a, rules=tuple(r for r in a.rules if rule_key(r) not in self.disabled))
+
+    def toggle_rule(self, rule: Rule) -> bool:
+        """Disable `rule` for this session, or enable it again; True when now disabled."""
+        key = rule_key(rule)
+        if key in self.disabled:
+            self.disabled.discard(key)
+            return False
+        self.disabled.add(key)
+        return True
+
+    def note_decided(self, event: object) -> None:
+        """Count a ToolCallDecided against the rule (file, line) that decided it."""
+        file, line = getattr(event, "rule_file", ""), getattr(event, "rule_line", 0)
+        if file:
+            self.decided[(file, line)] += 1
 
     def reconfigure(self, config: Config) -> None:
         """A new config (kep.toml edited): rules and settings apply from the next call."""
@@ -129,7 +158,7 @@ class Workspace:
         return Conversation(
             provider=provider,
             tools=self.session_tools,
-            approval=lambda: self.config.approval,
+            approval=self.approval,
             approver=approver,
             executor=runner.execute,
             emit=emit,
@@ -146,3 +175,8 @@ def _with_mode(config: Config, mode: str) -> Config:
     from dataclasses import replace
 
     return replace(config, approval=replace(config.approval, mode=mode))
+
+
+def rule_key(rule: Rule) -> tuple[object, ...]:
+    """A rule's identity across reloads (a rule moved or edited is another rule)."""
+    return (rule.file, rule.line, rule.tool, rule.action, rule.args, rule.modes)

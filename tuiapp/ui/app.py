@@ -73,6 +73,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         Binding("ctrl+l", "copy_reply", "copy last reply", show=False),
         Binding("ctrl+b", "toggle_thinking", "thinking", show=False),
         Binding("ctrl+s", "switch_mode", "approval mode", show=False),
+        Binding("alt+r", "show_rules", "approval rules", show=False),
     ]
 
     def __init__(self, ws: Workspace, *, model: str, store: Store | None, session_id: str | None,
@@ -115,6 +116,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
                        timeout=timeout, markup=False)
 
     def _sink(self, event: Event) -> None:
+        self.ws.note_decided(event)  # the rules screen's "decided" counts
         self.broker.observe(event)
         self._bridge(event)
 

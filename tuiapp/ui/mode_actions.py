@@ -1,6 +1,7 @@
-"""KepApp's approval mode (a mixin): ctrl+s cycles read-only → ask → auto, the palette picks
-any mode (yolo only there, never by a stray key), and the footer shows it (yolo in red).
-What a mode means is decided in core/modes.py and core/policy.py, never here."""
+"""KepApp's approval mode and rules screen (a mixin): ctrl+s cycles read-only → ask → auto,
+the palette picks any mode (yolo only there, never by a stray key), and the footer shows it
+(yolo in red); alt+r (or the palette) opens the rules screen. What a mode or a rule means is
+decided in core/modes.py and core/policy.py, never here."""
 
 from __future__ import annotations
 
@@ -41,3 +42,17 @@ class ModeActions(App[int]):
 
     def show_mode(self) -> None:
         self.query_one(StatusFooter).mode = self.ws.mode
+
+    def action_show_rules(self) -> None:
+        from tuiapp.ui.screens.rules import RulesScreen
+
+        self.push_screen(RulesScreen(self.ws, self.reload_rules))
+
+    def reload_rules(self) -> None:
+        """After the rules screen edited a file: the new rules apply from the next call."""
+        from tuiapp import config, config_types
+
+        try:
+            self.ws.reconfigure(config.load(self.ws.root))
+        except config_types.ConfigError as e:
+            self.notify(f"Config not reloaded: {e}", severity="error", timeout=10)
