@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tuiapp import paths, trust
+from tuiapp.config_hooks import parse_hooks
 from tuiapp.config_reader import (
     TableReader,
     count_at_least_one,
@@ -225,6 +226,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         tools=tools,
         mcp_servers=servers,
         mcp_prefix=mr.get("prefix", bool, True),
+        hooks=parse_hooks(r, file),
         pane_lines=int(positive_number(ur, "pane_lines", 2000)),
         system_prompt=r.get("system_prompt", str),
         project_root=project_root,
@@ -248,6 +250,7 @@ def load(project_root: Path | None = None, user_file: Path | None = None,
     warnings: list[str] = []
     user_rules: list[Any] = []
     user_approval: Mapping[str, Any] = {}
+    user_data: dict[str, Any] = {}
     project_data: dict[str, Any] = {}
     for f in (user_file, project_file):
         if f == project_file and f != user_file:
@@ -264,6 +267,7 @@ def load(project_root: Path | None = None, user_file: Path | None = None,
         if f == user_file:
             user_rules = data.get("approval", {}).get("rules", [])
             user_approval = _approval_of(data)
+            user_data = data
         merged = deep_merge(merged, data)
     # Rules are ordered and first match wins: project rules first, then the user's.
     project_rules = (
@@ -280,14 +284,30 @@ def load(project_root: Path | None = None, user_file: Path | None = None,
         merged["approval"] = {k: v for k, v in merged["approval"].items() if k != "mode"}
         if user_mode is not None:
             merged["approval"]["mode"] = user_mode
+    project_hooks = project_data.get("hooks", []) if project_file in files else []
+    user_hooks = user_data.get("hooks", []) if user_file != project_file else []
+    if isinstance(project_hooks, list) and isinstance(user_hooks, list) and (
+            project_hooks or user_hooks):
+        merged["hooks"] = [*project_hooks, *user_hooks]
     if user_rules or project_rules:
         merged.setdefault("approval", {})
         merged["approval"] = dict(merged["approval"], rules=[*project_rules, *user_rules])
     cfg = parse(merged, " + ".join(str(f) for f in files) or "defaults", root)
     sources = [(project_file, len(project_rules)), (user_file, len(user_rules))]
     approval = replace(cfg.approval, rules=_placed(cfg.approval.rules, sources))
-    return Config(**{**cfg.__dict__, "approval": approval, "files": tuple(files),
+    hooks = _hook_files(cfg.hooks, [(project_file, len(project_hooks or [])),
+                                    (user_file, len(user_hooks or []))])
+    return Config(**{**cfg.__dict__, "approval": approval, "hooks": hooks, "files": tuple(files),
                      "warnings": tuple(warnings), "trust": state})
+
+
+def _hook_files(hooks: tuple[Any, ...], sources: list[tuple[Path, int]]) -> tuple[Any, ...]:
+    """Each merged hook named by the file it came from."""
+    names = [(f, i) for f, count in sources for i in range(1, count + 1)]
+    if len(names) != len(hooks):
+        return hooks
+    return tuple(replace(h, origin=f"{f.name} hook {i}", file=str(f))
+                 for h, (f, i) in zip(hooks, names, strict=True))
 
 
 def _placed(rules: tuple[Rule, ...], sources: list[tuple[Path, int]]) -> tuple[Rule, ...]:

@@ -94,6 +94,19 @@ class ApprovalConfig(FrozenRecord):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class HookConfig(FrozenRecord):
+    event: str  # config_hooks.EVENTS
+    argv: tuple[str, ...]  # a string command is ("/bin/sh", "-c", command)
+    matcher: str | None = None  # regex, full match against the tool name (tool events)
+    timeout: float = 10.0
+    origin: str = ""  # "kep.toml hook 2", for messages and the rules screen
+    file: str = field(default="", compare=False)
+
+    def command_text(self) -> str:
+        return self.argv[2] if self.argv[:2] == ("/bin/sh", "-c") else " ".join(self.argv)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class SourceConfig(FrozenRecord):
     format: str
     path: str
@@ -162,6 +175,7 @@ class Config(FrozenRecord):
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
     mcp_prefix: bool = True
+    hooks: tuple[HookConfig, ...] = ()  # [[hooks]]: the project's first, then the user's
     pane_lines: int = 2000
     system_prompt: str | None = None
     project_root: Path = field(default_factory=Path.cwd)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # imported where used: `kep functions` needs none of them
     from tuiapp.core.session_start import StartPlan
     from tuiapp.mcp.client import McpManager, StateListener
     from tuiapp.providers.base import Provider
+    from tuiapp.tools.hooks import Hooks
     from tuiapp.tools.runner import Runner
 
 BASE_PROMPT = (
@@ -168,7 +169,22 @@ class Workspace:
             env=os.environ,
             allow_only=self.start.allow_only if self.start else None,
             tool_settings=lambda: self.config.tools,
+            hooks=self.hooks(emit),
         )
+
+    def hooks(self, emit: Emit | None = None) -> Hooks:
+        """The config's [[hooks]], run the way tools run; a failing hook of an event that
+        can't be denied is a notice."""
+        from tuiapp.core import secrets
+        from tuiapp.core.events import Notice
+        from tuiapp.tools.hooks import Hooks
+
+        def notice(text: str) -> None:
+            if emit is not None:
+                emit(Notice(text, "warning"))
+
+        return Hooks(lambda: self.config.hooks, self.root,
+                     lambda: secrets.child_env(self.config), notice)
 
 
 def _with_mode(config: Config, mode: str) -> Config:

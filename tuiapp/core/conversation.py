@@ -10,7 +10,14 @@ from typing import Protocol
 
 from tuiapp.config_types import ApprovalConfig, ToolsConfig
 from tuiapp.core import policy
-from tuiapp.core.approval_flow import Approval, Approver, Cleared, clear
+from tuiapp.core.approval_flow import (
+    Approval,
+    Approver,
+    Cleared,
+    HookRunner,
+    background,
+    clear,
+)
 from tuiapp.core.events import (
     UNFINISHED_STOPS,
     Event,
@@ -34,6 +41,7 @@ from tuiapp.tools.schema import arguments_error
 
 # A call identical to one already made this many times in the same turn is not run again.
 REPEAT_LIMIT = 2
+AFTER_TOOL_RESULT = 64 * 1024  # characters of a result an after_tool hook is given
 FAIR_SLICE = 0.002  # seconds a stream may hold the event loop before yielding
 TEXT_BATCH = 0.02  # seconds of text deltas emitted as one event
 PAUSE_LIMIT = 3  # pause_turn continuations kep makes by itself in one turn
@@ -69,6 +77,7 @@ class Conversation:
     allow_only: Callable[[str], bool] | None = None  # `.functions` allow-list of a prompt
     # [tools] bounds: include/exclude, description cap, max_offered, max_calls_per_reply.
     tool_settings: Callable[[], ToolsConfig] = ToolsConfig
+    hooks: HookRunner | None = None  # [[hooks]] (tools/hooks.py)
 
     def __post_init__(self) -> None:
         self._warned = False  # an oversized offer is warned about once
@@ -112,6 +121,8 @@ class Conversation:
     async def turn(self, text: str, images: Sequence[str] = ()) -> str:
         """Add a user message and run the loop. Returns the stop reason."""
         self.emit(TurnStarted(text))
+        if self.hooks is not None:
+            background(self.hooks.fire("user_prompt", {"prompt": text}))
         self._add(Message("user", text, images=tuple(images)))
         return await self.run_loop()
 
@@ -222,7 +233,8 @@ class Conversation:
                 continue
             assert spec is not None
             outcome = await clear(call, spec, approval=self.approval, env=self.env,
-                                  approver=self.approver, current=self._current, emit=self.emit)
+                                  approver=self.approver, current=self._current, emit=self.emit,
+                                  hooks=self.hooks)
             if not isinstance(outcome, Cleared):
                 pending.append(_done(self._finish(call, outcome.status, outcome.result)))
                 continue
@@ -231,6 +243,10 @@ class Conversation:
             pending.append(asyncio.ensure_future(self.executor(spec, call, self.emit)))
         results = await asyncio.gather(*pending)
         for call, fin in zip(calls, results, strict=True):
+            if self.hooks is not None:
+                background(self.hooks.fire("after_tool", {
+                    "tool": call.name, "call_id": call.id, "arguments": call.arguments,
+                    "status": fin.status, "result": fin.result[:AFTER_TOOL_RESULT]}))
             self._add(
                 Message(
                     "tool",
