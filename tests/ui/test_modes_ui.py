@@ -59,9 +59,9 @@ async def test_yolo_from_the_palette_runs_unasked_and_paints_the_footer(tmp_path
         assert (proj / "shout.ran").exists()
         assert not app.approval.display
         # A config reload keeps the session's mode.
-        from tuiapp import config
+        from tuiapp.project import config as project_config
 
-        app.ws.reconfigure(config.load(proj))
+        app.ws.reconfigure(project_config.load(proj))
         assert app.ws.mode == "yolo"
         app.set_mode("ask")
         await pilot.pause()

@@ -12,13 +12,15 @@ from typing import Any
 
 import pytest
 
-from tuiapp import cli, config
-from tuiapp.config_types import ApprovalConfig, ConfigError
-from tuiapp.core import modes
-from tuiapp.core.messages import ToolCall
-from tuiapp.core.policy import decide, decide_direct
-from tuiapp.paths import builtin_functions_dir
-from tuiapp.tools.model import ToolSpec
+from tuiapp import cli
+from tuiapp.project import config as project_config
+from tuiapp.security import modes
+from tuiapp.security.policy import decide, decide_direct
+from tuiapp.settings import config
+from tuiapp.settings.config_types import ApprovalConfig, ConfigError
+from tuiapp.settings.paths import builtin_functions_dir
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 FILES = str(builtin_functions_dir() / "files")
 SHELL = str(builtin_functions_dir() / "shell")
@@ -150,7 +152,7 @@ def test_yolo_is_never_read_from_a_file_and_bad_modes_are_one_line(tmp_path: Pat
 
 
 def test_a_project_may_make_kep_stricter_never_quieter(tmp_path: Path) -> None:
-    from tuiapp import trust
+    from tuiapp.security import trust
 
     user = tmp_path / "config.toml"
     user.write_text('[approval]\nmode = "read-only"\n')
@@ -158,12 +160,12 @@ def test_a_project_may_make_kep_stricter_never_quieter(tmp_path: Path) -> None:
     project.mkdir()
     (project / "kep.toml").write_text('[approval]\nmode = "auto"\n')
     trust.trust(project)
-    cfg = config.load(project, user)
+    cfg = project_config.load(project, user)
     assert cfg.approval.mode == "read-only"  # the user's choice stands
     assert any("approval.mode = 'auto' ignored" in w for w in cfg.warnings)
     (project / "kep.toml").write_text('[approval]\nmode = "read-only"\n')
     user.write_text("")
-    assert config.load(project, user).approval.mode == "read-only"
+    assert project_config.load(project, user).approval.mode == "read-only"
 
 
 COMMAND_LINES = [[], ["run", "hi"], ["functions"], ["call", "x"], ["new", "x"], ["init"],

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tuiapp import rule_edit
+from tuiapp.settings import rule_edit
 
 TEXT = """model = "m"   # my model
 

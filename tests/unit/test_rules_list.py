@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tuiapp import cli, config, trust
-from tuiapp.core.rule_list import entries
+from tuiapp import cli
+from tuiapp.project import config as project_config
+from tuiapp.security import trust
+from tuiapp.security.rule_list import entries
 
 PROJECT = '''[approval]
 
@@ -48,7 +50,7 @@ def test_entries_are_in_the_order_applied_with_file_line_and_note(project: Path,
                                                                    tmp_path: Path) -> None:
     user = tmp_path / "config.toml"
     user.write_text(USER)
-    approval = config.load(project, user).approval
+    approval = project_config.load(project, user).approval
     items = entries(approval, {"LLM_MCP_SKIP_CONFIRM": "git_.*"})
     # deny rules first (project's, then the user's), then allow/ask in file order
     assert [(e.action, e.line) for e in items[:4]] == [
@@ -87,7 +89,7 @@ def test_rules_written_inline_get_the_line_of_rules(tmp_path: Path,
     (root / "kep.toml").write_text('\n[approval]\nrules = [{tool = "a", action = "ask"},\n'
                                    '  {tool = "b", action = "deny"}]\n')
     trust.trust(root)
-    approval = config.load(root, tmp_path / "none.toml").approval
+    approval = project_config.load(root, tmp_path / "none.toml").approval
     assert [r.line for r in approval.rules] == [3, 3]
 
 
@@ -97,6 +99,6 @@ def test_five_hundred_rules_list_in_order(tmp_path: Path) -> None:
     (root / "kep.toml").write_text("".join(
         f'[[approval.rules]]\ntool = "t{i}"\naction = "ask"\n' for i in range(500)))
     trust.trust(root)
-    approval = config.load(root, tmp_path / "none.toml").approval
+    approval = project_config.load(root, tmp_path / "none.toml").approval
     items = entries(approval)
     assert [e.line for e in items[:500]] == [1 + 3 * i for i in range(500)]

@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
-from tuiapp import config
-from tuiapp.config_types import ApprovalConfig
-from tuiapp.core.messages import ToolCall
-from tuiapp.core.policy import decide, decide_direct, shell_argument
-from tuiapp.core.shell_split import split
-from tuiapp.paths import builtin_functions_dir
-from tuiapp.tools.model import ToolSpec
+from tuiapp.project import config as project_config
+from tuiapp.security.policy import decide, decide_direct, shell_argument
+from tuiapp.security.shell_split import split
+from tuiapp.settings import config
+from tuiapp.settings.config_types import ApprovalConfig
+from tuiapp.settings.paths import builtin_functions_dir
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 SHELL_FILE = str(builtin_functions_dir() / "shell")
 EXECCMD = ToolSpec("execcmd", "", {"type": "object", "properties": {"cmd": {"type": "string"}}},
@@ -208,7 +209,7 @@ def test_lines_made_only_of_allowed_commands_are_allowed(cmd: str) -> None:
 
 
 def test_the_verdict_names_the_file_and_line_of_the_rule(tmp_path: Path) -> None:
-    from tuiapp import trust
+    from tuiapp.security import trust
 
     project = tmp_path / "p"
     project.mkdir()
@@ -216,7 +217,7 @@ def test_the_verdict_names_the_file_and_line_of_the_rule(tmp_path: Path) -> None
         "[approval]\n\n# a comment\n[[approval.rules]]\ntool = \"execcmd\"\n"
         "args = '^rm'\naction = \"deny\"\n")
     trust.trust(project)
-    rules = config.load(project, tmp_path / "none.toml").approval
+    rules = project_config.load(project, tmp_path / "none.toml").approval
     v = decide(ToolCall("1", "execcmd", {"cmd": "ls; rm x"}), rules, {}, spec=EXECCMD)
     assert v.action == "deny" and v.file == str(project / "kep.toml") and v.line == 4
     assert "kep.toml rule 1, line 4" in v.rule

@@ -14,12 +14,12 @@ import os
 from collections.abc import Callable
 
 from tuiapp.commands._common import load_config
-from tuiapp.config_types import Config
+from tuiapp.settings.config_types import Config
 
 
 def list_rules(args: argparse.Namespace, cfg: Config) -> int:
-    from tuiapp.core.display import json_printable, printable_line
-    from tuiapp.core.rule_list import entries, text_lines
+    from tuiapp.security.display import json_printable, printable_line
+    from tuiapp.security.rule_list import entries, text_lines
 
     items = entries(cfg.approval, os.environ)
     if args.json:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuiapp.config_types import HookConfig
+from tuiapp.settings.config_types import HookConfig
 
 MAX_STDOUT = 64 * 1024  # a hook's answer is a line of JSON; more is kept out
 DECISIONS = ("allow", "deny", "ask")

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 from textual.app import App
 from textual.command import SimpleCommand
 
-from tuiapp.core import modes
+from tuiapp.security import modes
 from tuiapp.ui.widgets.status_footer import StatusFooter
 
 if TYPE_CHECKING:
-    from tuiapp.workspace import Workspace
+    from tuiapp.project.workspace import Workspace
 
 
 class ModeActions(App[int]):
@@ -50,9 +50,10 @@ class ModeActions(App[int]):
 
     def reload_rules(self) -> None:
         """After the rules screen edited a file: the new rules apply from the next call."""
-        from tuiapp import config, config_types
+        from tuiapp.project import config as project_config
+        from tuiapp.settings import config_types
 
         try:
-            self.ws.reconfigure(config.load(self.ws.root))
+            self.ws.reconfigure(project_config.load(self.ws.root))
         except config_types.ConfigError as e:
             self.notify(f"Config not reloaded: {e}", severity="error", timeout=10)

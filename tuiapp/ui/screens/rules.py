@@ -18,14 +18,14 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from tuiapp.core.display import printable_line
-from tuiapp.core.rule_list import Entry, entries
+from tuiapp.security.display import printable_line
+from tuiapp.security.rule_list import Entry, entries
 
 if TYPE_CHECKING:
     from types import ModuleType
 
-    from tuiapp.config_types import Rule
-    from tuiapp.workspace import Workspace
+    from tuiapp.project.workspace import Workspace
+    from tuiapp.settings.config_types import Rule
 
 CONFIRM_SECONDS = 3.0
 
@@ -80,7 +80,7 @@ class RulesScreen(ModalScreen[None]):
         options.clear_options()
         self.items = entries(self.ws.config.approval)
         rules = self.ws.config.approval.rules
-        from tuiapp.workspace import rule_key
+        from tuiapp.project.workspace import rule_key
 
         for e in self.items:
             off = e.kind == "rule" and rule_key(rules[e.index]) in self.ws.disabled
@@ -172,7 +172,7 @@ class RulesScreen(ModalScreen[None]):
             options.highlighted = max(0, min(len(self.items) - 1, options.highlighted + delta))
 
     def _edit(self, change: Callable[[ModuleType], None], done: str) -> None:
-        from tuiapp import rule_edit
+        from tuiapp.settings import rule_edit
 
         try:
             change(rule_edit)
