@@ -33,6 +33,7 @@ from tuiapp.settings.config_types import (
     Config,
     ConfigError,
     McpServerConfig,
+    NotifyConfig,
     ProviderConfig,
     Rule,
     SourceConfig,
@@ -72,6 +73,16 @@ def _prices(pr: TableReader) -> dict[str, dict[str, float]]:
         if (table := _price_table(models.sub(model), "prices")) is not None:
             out[model] = table
     return out
+
+
+NOTIFY_DESKTOP = ("auto", "osc9", "osc777", "notify-send", "off")
+
+
+def _non_negative(r: TableReader, key: str, default: float) -> float:
+    v = r.get(key, float, default)
+    if v < 0:
+        raise r.error(key, "must be 0 (never) or more seconds")
+    return float(v)
 
 
 def _rule_modes(rr: TableReader) -> tuple[str, ...]:
@@ -224,6 +235,9 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         mcp_prefix=mr.get("prefix", bool, True),
         hooks=parse_hooks(r, file),
         pane_lines=int(positive_number(ur, "pane_lines", 2000)),
+        notify=NotifyConfig(_non_negative(ur, "notify_after", 5.0),
+                            ur.get("notify_bell", bool, True),
+                            ur.choice("notify_desktop", NOTIFY_DESKTOP, "auto")),
         system_prompt=r.get("system_prompt", str),
         project_root=project_root,
         raw=dict(data),

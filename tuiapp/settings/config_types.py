@@ -111,6 +111,15 @@ class HookConfig(FrozenRecord):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class NotifyConfig(FrozenRecord):
+    """[ui] notify_*: how a question that waits gets noticed (ui/waiting_notice.py)."""
+
+    after: float = 5.0  # seconds a question waits first (0: never)
+    bell: bool = True  # ring the terminal's bell
+    desktop: str = "auto"  # "auto" | "osc9" | "osc777" | "notify-send" | "off"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class SourceConfig(FrozenRecord):
     format: str
     path: str
@@ -181,6 +190,7 @@ class Config(FrozenRecord):
     mcp_prefix: bool = True
     hooks: tuple[HookConfig, ...] = ()  # [[hooks]]: the project's first, then the user's
     pane_lines: int = 2000
+    notify: NotifyConfig = field(default_factory=NotifyConfig)
     system_prompt: str | None = None
     project_root: Path = field(default_factory=Path.cwd)
     files: tuple[Path, ...] = ()  # the files that were read, lowest precedence first
