@@ -102,3 +102,13 @@ def test_five_hundred_rules_list_in_order(tmp_path: Path) -> None:
     approval = project_config.load(root, tmp_path / "none.toml").approval
     items = entries(approval)
     assert [e.line for e in items[:500]] == [1 + 3 * i for i in range(500)]
+
+
+def test_hooks_are_listed_after_the_rules(project: Path, capsys: pytest.CaptureFixture[str]
+                                          ) -> None:
+    with (project / "kep.toml").open("a") as f:
+        f.write('\n[[hooks]]\nevent = "before_tool"\nmatcher = "execcmd"\ncommand = "check"\n')
+    assert cli.main(["rules", "list", "--json", "--project", str(project)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data[-1]["kind"] == "hook" and data[-1]["action"] == "before_tool"
+    assert data[-1]["args"] == "check" and data[-1]["where"] == "kep.toml hook 1"

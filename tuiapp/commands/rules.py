@@ -21,7 +21,7 @@ def list_rules(args: argparse.Namespace, cfg: Config) -> int:
     from tuiapp.security.display import json_printable, printable_line
     from tuiapp.security.rule_list import entries, text_lines
 
-    items = entries(cfg.approval, os.environ)
+    items = entries(cfg.approval, os.environ, cfg.hooks)
     if args.json:
         print(json_printable(json.dumps([e.to_json() for e in items], ensure_ascii=False)))
         return 0

@@ -233,6 +233,7 @@ def main(args: argparse.Namespace) -> int:
         await asyncio.gather(ws.registry.refresh(), _settle_mcp(ws, text or "", emit))
         conv = ws.conversation(provider, runner, approver, emit, history)
         try:
+            await ws.session_started(emit)
             stop = "end_turn"
             if plan is not None:
                 await _start.ready(plan, runner)

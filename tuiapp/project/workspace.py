@@ -63,6 +63,7 @@ class Workspace:
     # calls each rule's file and line decided this session.
     disabled: set[tuple[object, ...]] = field(default_factory=set, init=False)
     decided: Counter[tuple[str, int]] = field(default_factory=Counter, init=False)
+    _emit: Emit | None = field(default=None, init=False)  # where session hooks report
 
     def __post_init__(self) -> None:
         self.registry = Registry(self.config)
@@ -81,7 +82,16 @@ class Workspace:
                                            on_state=on_state)
         self.mcp.start()
 
+    async def session_started(self, emit: Emit | None = None) -> None:
+        """Fire the session_start hooks (once); aclose fires session_end."""
+        if self._emit is None:
+            self._emit = emit or (lambda event: None)
+            await self.hooks(self._emit).fire("session_start", {"mode": self.mode})
+
     async def aclose(self) -> None:
+        if self._emit is not None:  # bounded by each hook's timeout
+            emit, self._emit = self._emit, None
+            await self.hooks(emit).fire("session_end", {"mode": self.mode})
         if self.mcp is not None:
             await self.mcp.stop()
 

@@ -14,13 +14,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tuiapp.security import modes, policy
-from tuiapp.settings.config_types import ApprovalConfig, Rule
+from tuiapp.settings.config_types import ApprovalConfig, HookConfig, Rule
 
 
 @dataclass(frozen=True)
 class Entry:
     position: int  # 1-based, in the order applied
-    kind: str  # "rule" | "variable" | "built-in" | "default"
+    kind: str  # "rule" | "variable" | "built-in" | "default" | "hook" (action: its event)
     action: str
     tool: str  # regex over tool names ("" for the default)
     args: str | None = None
@@ -40,7 +40,10 @@ class Entry:
         return d
 
 
-def entries(approval: ApprovalConfig, env: Mapping[str, str] | None = None) -> list[Entry]:
+def entries(approval: ApprovalConfig, env: Mapping[str, str] | None = None,
+            hooks: Iterable[HookConfig] = ()) -> list[Entry]:
+    """The rules in the order applied, then the [[hooks]] (a before_tool hook is asked after
+    the rules; see security/approval_flow.py)."""
     env = env or {}
     ordered = [(i, r) for i, r in enumerate(approval.rules) if r.action == "deny"]
     ordered += [(i, r) for i, r in enumerate(approval.rules) if r.action != "deny"]
@@ -56,6 +59,9 @@ def entries(approval: ApprovalConfig, env: Mapping[str, str] | None = None) -> l
     for kind, action, tool, where in tail:
         applies = not (approval.mode == "read-only" and kind in ("variable", "default"))
         out.append(Entry(len(out) + 1, kind, action, tool, where=where, applies=applies))
+    for hook in hooks:
+        out.append(Entry(len(out) + 1, "hook", hook.event, hook.matcher or "",
+                         hook.command_text(), file=hook.file, where=hook.origin))
     return out
 
 
@@ -85,6 +91,10 @@ def text_lines(items: Iterable[Entry], counts: Mapping[tuple[str, int], int] | N
     """One line per entry, for a terminal (foreign text is made printable by the caller)."""
     lines = []
     for e in items:
+        if e.kind == "hook":
+            tools = f" for tools {e.tool}" if e.tool else ""
+            lines.append(f"{e.position:>3}  hook on {e.action}{tools}: {e.args}  [{e.where}]")
+            continue
         args = f" args {e.args}" if e.args else ""
         extra = f" shell={e.shell}" if e.shell else ""
         extra += f" modes={','.join(e.modes)}" if e.modes else ""

@@ -227,6 +227,8 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
     async def refresh_tools(self, first: bool = False) -> None:
         if first:  # MCP servers start beside the listing; their tools arrive as events
             self.ws.start_mcp(emit=self._sink, on_state=self._mcp_state)
+            self.run_worker(self.ws.session_started(self._sink), group="session-hooks",
+                            exit_on_error=False)
         try:
             change = await self.ws.registry.refresh()
         except Exception as e:  # a registry bug must not take the chat down

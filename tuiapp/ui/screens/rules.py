@@ -78,7 +78,7 @@ class RulesScreen(ModalScreen[None]):
         options = self.query_one(OptionList)
         keep = options.highlighted
         options.clear_options()
-        self.items = entries(self.ws.config.approval)
+        self.items = entries(self.ws.config.approval, hooks=self.ws.config.hooks)
         rules = self.ws.config.approval.rules
         from tuiapp.project.workspace import rule_key
 
@@ -90,6 +90,11 @@ class RulesScreen(ModalScreen[None]):
             options.highlighted = min(keep or 0, len(self.items) - 1)
 
     def _prompt(self, e: Entry, off: bool) -> Content:
+        if e.kind == "hook":
+            return Content.assemble(
+                (f"{e.position:>3} ", "$text-muted"), ("hook ", "bold"), (e.action, "bold"),
+                " ", (printable_line(e.tool) or "every tool", "$text-secondary"), "  ",
+                printable_line(e.args or ""), "\n     ", (printable_line(e.where), "$text-muted"))
         colour = {"deny": "$error", "allow": "$success", "ask": "$warning"}.get(e.action, "")
         tool = printable_line(e.tool) if e.tool else "any tool"
         parts: list[str | tuple[str, str]] = [
@@ -118,6 +123,9 @@ class RulesScreen(ModalScreen[None]):
         if index is None or index >= len(self.items):
             return None
         e = self.items[index]
+        if e.kind == "hook":
+            self._say(f"hooks are changed in their file ({e.where})")
+            return None
         if e.kind != "rule":
             self._say(f"{e.where} is kep's own; it can't be changed here")
             return None
