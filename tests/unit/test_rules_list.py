@@ -108,6 +108,7 @@ def test_hooks_are_listed_after_the_rules(project: Path, capsys: pytest.CaptureF
                                           ) -> None:
     with (project / "kep.toml").open("a") as f:
         f.write('\n[[hooks]]\nevent = "before_tool"\nmatcher = "execcmd"\ncommand = "check"\n')
+    trust.trust(project)  # a hook added since trusting is held back until trusted again
     assert cli.main(["rules", "list", "--json", "--project", str(project)]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data[-1]["kind"] == "hook" and data[-1]["action"] == "before_tool"
