@@ -66,6 +66,12 @@ class _Walk:
             self.unsure.append(why)
 
 
+def warm() -> None:
+    """Import the parser now (about half a second, once), so the first shell call a user
+    waits on does not pay for it; the TUI runs this in a thread after its first frame."""
+    import bashlex  # noqa: F401
+
+
 def split(line: str) -> Split:
     """The simple commands of `line`, and what made the split unsure (if anything)."""
     walk = _Walk(line, 0)

@@ -229,6 +229,9 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
             self.ws.start_mcp(emit=self._sink, on_state=self._mcp_state)
             self.run_worker(self.ws.session_started(self._sink), group="session-hooks",
                             exit_on_error=False)
+            from tuiapp.security import shell_split
+
+            self.run_worker(shell_split.warm, thread=True, group="warm", exit_on_error=False)
         try:
             change = await self.ws.registry.refresh()
         except Exception as e:  # a registry bug must not take the chat down
