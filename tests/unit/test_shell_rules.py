@@ -265,3 +265,13 @@ def test_a_bad_shell_key_is_one_clear_config_error() -> None:
         approval({"tool": "x", "action": "ask", "shell": " "})
     with pytest.raises(config.ConfigError, match=r"approval.rules\[1\].shell"):
         approval({"tool": "x", "action": "ask", "shell": 3})
+
+
+def test_without_its_command_line_the_tool_level_rules_answer() -> None:
+    """`kep mcp serve` lists tools by an argument-free verdict: a rule allowing execcmd as a
+    whole still lists it; a call without `cmd` runs nothing that could be split."""
+    rules = approval({"tool": "execcmd", "action": "allow"})
+    assert decide(ToolCall("list", "execcmd", {}), rules, {}, spec=EXECCMD).action == "allow"
+    assert decide(ToolCall("1", "execcmd", {"cmd": 5}), rules, {}, spec=EXECCMD).action == "ask"
+    assert decide(ToolCall("1", "execcmd", {"cmd": "eval x"}), rules, {},
+                  spec=EXECCMD).action == "ask"

@@ -85,7 +85,9 @@ def _decide(call: ToolCall, approval: ApprovalConfig, env: Mapping[str, str],
         if rule.action == "deny" and matcher.matches(rule):
             return _by(rule)
     argument = shell_argument(call.name, approval, spec)
-    if argument is not None:
+    # Without its command line (listing for an MCP client, a probe) a call runs nothing to
+    # split: the tool-level rules answer, as for any tool.
+    if argument is not None and argument in call.arguments:
         return _decide_shell(call, argument, approval, env, spec, order, fallback)
     return _after_deny(call, matcher, approval, env, spec, fallback)
 
