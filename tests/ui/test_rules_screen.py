@@ -110,3 +110,25 @@ async def test_built_in_entries_cannot_be_deleted_and_moves_stay_in_the_file(
         assert text.index("# added by you") < text.index('tool = "shout"')  # the note moved too
         assert [r.tool for r in app.ws.config.approval.rules if r.action != "deny"] == [
             "nothing_[b]here[/]", "shout"]
+
+
+async def test_the_rules_screen_opens_over_pending_calls_and_gives_them_back(
+        tmp_path: Path) -> None:
+    proj = make_project(tmp_path / "proj")
+    (proj / "kep.toml").write_text(KEP_TOML.replace('tool = "shout"\naction = "allow"',
+                                                    'tool = "shout"\naction = "ask"'))
+    app = app_for(proj)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await send(pilot, "shout notes.txt")
+        panel = await wait_approval(pilot)
+        assert panel.has_focus_within  # the question has the keyboard
+        screen = await open_rules(pilot, app, key=True)
+        await pilot.press("y")  # on the rules screen: not an answer to the call
+        assert panel.current is not None and not (proj / "shout.ran").exists()
+        assert "decided" in prompts(screen)[1]
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, RulesScreen), what="closed")
+        await wait_approval(pilot)
+        await pilot.press("y")
+        await wait_idle(pilot)
+        assert (proj / "shout.ran").exists()
