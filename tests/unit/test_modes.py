@@ -199,3 +199,13 @@ def test_kep_call_in_read_only_mode_is_denied(tmp_path: Path) -> None:
 def test_next_mode_cycles_and_can_skip_yolo() -> None:
     assert [modes.next_mode(m) for m in modes.MODES] == ["ask", "auto", "yolo", "read-only"]
     assert modes.next_mode("auto", include_yolo=False) == "read-only"
+
+
+@pytest.mark.parametrize("cmd", ["eval ls", "ls; $X", 'echo "unbalanced', "sh -c \"$C\""])
+def test_read_only_denies_lines_it_cannot_read_instead_of_asking(cmd: str) -> None:
+    shell = builtin("execcmd", SHELL)
+    a = approval({"tool": "execcmd", "action": "allow", "modes": ["read-only"]},
+                 mode="read-only")
+    assert act(a, "execcmd", {"cmd": cmd}, shell) in ("ask", "deny")  # never allow
+    strict = approval(mode="read-only")
+    assert act(strict, "execcmd", {"cmd": cmd}, shell) == "deny"

@@ -165,7 +165,12 @@ def _decide_shell(
         if deny is not None:
             return _by(deny, suffix=f", on `{text}`")
         decided.append((text, _after_deny(one, matcher, approval, env, spec, fallback)))
+    for text, verdict in decided:  # denied by the default or the mode: no question to ask
+        if verdict.action == "deny":
+            return replace(verdict, rule=f"{verdict.rule}, on `{text}`")
     if parts.unsure:
+        if not decided and (v := fallback(call, spec, approval)).action == "deny":
+            return v  # nothing readable, and read-only mode (or the default) denies
         return Verdict("ask", f"kep can't be sure what this command line runs: {parts.unsure[0]}")
     for text, verdict in decided:
         if verdict.action != "allow":
