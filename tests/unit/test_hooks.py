@@ -186,3 +186,19 @@ def test_with_hook_combines_as_documented() -> None:
     assert h(allow, HookAnswer("ask", "", "h")).action == "ask"
     assert h(ask, HookAnswer("allow", "", "h")).action == "allow"
     assert h(ask, None) is ask
+
+
+async def test_kep_mcp_serve_asks_the_before_tool_hooks_too(tmp_path: Path) -> None:
+    from tuiapp.mcp.server import KepMcpServer
+
+    hook = answering(tmp_path, '{"decision": "deny", "message": "not over MCP"}')
+
+    async def never(*args: Any) -> Any:
+        raise AssertionError("must not run")
+
+    server = KepMcpServer(lambda: {"shout": SPEC}, never, lambda: ApprovalConfig("allow"),
+                          hooks=hooks_of(tmp_path, hook))
+    refusal = await server._refusal(ToolCall("m1", "shout", {"path": "x"}), SPEC)
+    assert refusal is not None and "not over MCP" in refusal
+    quiet = KepMcpServer(lambda: {"shout": SPEC}, never, lambda: ApprovalConfig("allow"))
+    assert await quiet._refusal(ToolCall("m1", "shout", {"path": "x"}), SPEC) is None

@@ -88,7 +88,7 @@ async def serve(config: Config, wire_in: int, wire_out: int, *, allow_ask: bool 
 
     server = KepMcpServer(lambda: workspace.registry.tools, runner.execute,
                           lambda: workspace.config.approval, allow_ask=allow_ask, env=os.environ,
-                          before_first_list=servers_up)
+                          before_first_list=servers_up, hooks=workspace.hooks())
 
     async def on_config(cfg: Config | None, error: ConfigError | None) -> None:
         if error is not None:

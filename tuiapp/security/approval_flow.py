@@ -93,7 +93,7 @@ async def clear(
     for _ in range(MAX_ROUNDS):
         verdict = policy.decide(call, approval(), env, spec=spec)
         if hooks is not None and verdict.action != "deny":
-            verdict = with_hook(verdict, await hooks.before_tool(_payload(call, verdict)))
+            verdict = with_hook(verdict, await hooks.before_tool(hook_payload(call, verdict)))
         if verdict.action == "deny":
             emit(ToolCallDecided(call.id, "deny", verdict.rule, edited_arguments=edited(),
                                  rule_file=verdict.file, rule_line=verdict.line))
@@ -107,7 +107,7 @@ async def clear(
             verdict = replace(verdict, again=again)
         sealed = await seal(spec)
         if hooks is not None:
-            background(hooks.fire("approval_waiting", _payload(call, verdict)))
+            background(hooks.fire("approval_waiting", hook_payload(call, verdict)))
         answer = await approver(call, spec, verdict)
         emit(ToolCallDecided(call.id, "ask", verdict.rule, answer.approved, answer.reason,
                              answer.arguments if answer.arguments is not None else edited(),
@@ -147,7 +147,7 @@ def with_hook(verdict: policy.Verdict, answer: HookAnswer | None) -> policy.Verd
                    file="", line=0)
 
 
-def _payload(call: ToolCall, verdict: policy.Verdict) -> dict[str, Any]:
+def hook_payload(call: ToolCall, verdict: policy.Verdict) -> dict[str, Any]:
     return {"tool": call.name, "call_id": call.id, "arguments": call.arguments,
             "verdict": {"action": verdict.action, "rule": verdict.rule,
                         "file": verdict.file, "line": verdict.line}}
