@@ -56,7 +56,8 @@ def _ctx(root: Path) -> FormatContext:
 def test_an_untrusted_checkouts_venv_is_not_the_python_of_anything(checkout: Path) -> None:
     py = _venv(checkout, checkout / "PWNED")
     assert str(py) not in runtimes.python_argv(_ctx(checkout))
-    assert any(".venv/bin/python" in label for label in inventory(checkout).others)
+    assert any(".venv/bin/python" in label for label in inventory(checkout).runtimes)
+    assert inventory(checkout).empty()  # alone it asks nothing: it is never used untrusted
 
 
 def test_a_trusted_venv_is_used_and_a_new_one_waits_for_the_question(checkout: Path) -> None:

@@ -66,7 +66,8 @@ def inventory(root: Path) -> Inventory:
         env_file=(root / ".env").is_file(),
         settings_file=(root / KEP_TOML).is_file(),
         others=(*(label for label in labels if label.startswith("[")),
-                *project_items.file_items(root).values()),
+                *project_items.env_items(root).values(), *project_items.git_items(root).values()),
+        runtimes=tuple(project_items.runtime_items(root).values()),
     )
 
 

@@ -193,8 +193,12 @@ class Inventory:
     providers: tuple[str, ...] = ()  # provider tables (where API keys are sent), as labels
     env_file: bool = False
     settings_file: bool = False
-    # Settings, .env variables kep reads, interpreters and programs, git commands, as labels.
+    # Settings, .env variables kep reads and git commands, as labels.
     others: tuple[str, ...] = ()
+    # Interpreters and programs the checkout provides (.venv, node_modules/.bin). An untrusted
+    # project's are never used, so alone they ask nothing; they are listed when a question is
+    # asked, recorded when trusted, and one gained since is held back and asked about.
+    runtimes: tuple[str, ...] = ()
 
     def empty(self) -> bool:
         return not (self.executables or self.packs or self.servers or self.allow_rules

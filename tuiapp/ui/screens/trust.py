@@ -50,7 +50,7 @@ def describe(q: trust.Question) -> str:
         lines += [f"{root} is a folder you have not trusted yet.",
                   f"It contains {c.summary()}.", ""]
         named = [*(f"MCP server {s}" for s in c.servers), *c.allow_rules, *c.providers,
-                 *c.others]
+                 *c.others, *c.runtimes]
         if named:
             lines += [*_bullets(named), ""]
         lines += ["Trusting it lets kep list and run its tools (listing them runs them), "
@@ -157,9 +157,7 @@ def answered(app: KepApp, q: trust.Question, yes: bool) -> None:
         app.notify(str(e), title="Folder trust", severity="error", timeout=12)
         return
     app.ws.reconfigure(cfg)
-    from tuiapp.ui.live_reload import apply_to_chat
-
-    problem = apply_to_chat(app, cfg)  # a provider's new base_url applies from the next request
+    problem = app.chat.apply_config(cfg)  # a provider's new base_url: from the next request
     if problem:
         app.notify(f"Trusted, but {problem}", title="Folder trust", severity="warning")
     app.ws.start_mcp(emit=app._sink, on_state=app._mcp_state)
