@@ -1,4 +1,5 @@
-"""argv → one of: tui | run | functions | call | new | init | trust | mcp | sessions | config.
+"""argv → one of: tui | run | functions | call | new | init | trust | mcp | sessions | config |
+rules.
 
 Every flag of every subcommand is declared here (one place for the CLI contract); the work is
 done by tuiapp.commands.<name>.main(args), imported only when that subcommand runs so that
@@ -43,6 +44,12 @@ def _common(p: argparse.ArgumentParser, top: bool = False) -> None:
         action="store_true",
         default=False if top else argparse.SUPPRESS,
         help="trust the project for this run only (see `kep trust`)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=("read-only", "ask", "auto", "yolo"),  # tuiapp.core.modes.MODES, not imported
+        default=None if top else argparse.SUPPRESS,
+        help="approval mode for this run: read-only, ask (default), auto, yolo",
     )
 
 
@@ -240,9 +247,12 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     _common(csub.add_parser("path", help="print the config files kep reads"))
     _common(csub.add_parser("show", help="print the merged config (secrets masked)"))
 
-    p = sub.add_parser("rules", help="the approval rules: test what they decide for a call")
+    p = sub.add_parser("rules", help="the approval rules in force: list them, test a call")
     _common(p)
     rsub = p.add_subparsers(dest="rules_command", metavar="ACTION", required=True)
+    s = rsub.add_parser("list", help="every rule with its file and line")
+    _common(s)
+    s.add_argument("--json", action="store_true", help="a JSON array")
     s = rsub.add_parser("test", help="the verdict for a call and the rule that decides it "
                         "(exit 0 allow, 1 ask, 2 deny, 3 bad input or config)")
     _common(s)
@@ -256,8 +266,8 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
 # much as a warm listing. Anything else (an abbreviation, another flag) goes to argparse.
 # Tests check that both read every such argv the same.
 _TOP_DEFAULTS: dict[str, object] = {
-    "project": None, "trust": False, "model": None, "continue_": False, "session": None,
-    "fork": False, "prompt": None, "agent": None, "set_vars": []}
+    "project": None, "trust": False, "mode": None, "model": None, "continue_": False,
+    "session": None, "fork": False, "prompt": None, "agent": None, "set_vars": []}
 _FUNCTIONS_DEFAULTS = {"json": False, "watch": False, "light_schema": False, "check": False,
                        "strict": False}
 

@@ -48,12 +48,22 @@ def load_config(args: argparse.Namespace, *, headless: bool = True) -> config_ty
         cfg = project_config.load(root, trust_state=state)
     except config_types.ConfigError as e:
         fail(str(e))
+    cfg = with_mode(cfg, getattr(args, "mode", None))
     if headless:
         from tuiapp.security.display import printable_line
 
         for line in cfg.warnings:
             print(f"kep: warning: {printable_line(line)}", file=sys.stderr)
     return cfg
+
+
+def with_mode(cfg: config_types.Config, mode: str | None) -> config_types.Config:
+    """`--mode`: this run's approval mode, over the one the config files chose."""
+    if mode is None or mode == cfg.approval.mode:
+        return cfg
+    from dataclasses import replace
+
+    return replace(cfg, approval=replace(cfg.approval, mode=mode))
 
 
 def untrusted_contents(cfg: config_types.Config) -> str | None:

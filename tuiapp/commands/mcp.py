@@ -63,6 +63,8 @@ async def serve(config: Config, wire_in: int, wire_out: int, *, allow_ask: bool 
     from tuiapp.vocab.events import RegistryChanged
 
     workspace = Workspace(config)
+    if config.approval.mode != "ask":
+        workspace.set_mode(config.approval.mode)  # --mode or the files: kept over reloads
     await workspace.registry.refresh()
     server: KepMcpServer | None = None
 
@@ -86,7 +88,7 @@ async def serve(config: Config, wire_in: int, wire_out: int, *, allow_ask: bool 
 
     server = KepMcpServer(lambda: workspace.registry.tools, runner.execute,
                           lambda: workspace.config.approval, allow_ask=allow_ask, env=os.environ,
-                          before_first_list=servers_up)
+                          before_first_list=servers_up, hooks=workspace.hooks())
 
     async def on_config(cfg: Config | None, error: ConfigError | None) -> None:
         if error is not None:

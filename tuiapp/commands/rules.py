@@ -1,11 +1,17 @@
-"""`kep rules ACTION`: the approval rules as text. `test TOOL '{json}'`: the verdict the rules
-give that call and the rule that decides it; exit 0 allow, 1 ask, 2 deny, 3 bad input or a
-config that does not load (a rule's failing `match` example, say)."""
+"""`kep rules ACTION`: the approval rules as kep applies them.
+
+- `list [--json]`: every rule in force, in the order applied, with its file and line (the
+  mode from `--mode` or the config marks rules that don't apply in it).
+- `test TOOL '{json}'`: the verdict the rules give that call and the rule that decides it;
+  exit 0 allow, 1 ask, 2 deny, 3 bad input or a config that does not load (a rule's failing
+  `match` example, say).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 
@@ -13,8 +19,24 @@ EXIT = {"allow": 0, "ask": 1, "deny": 2}
 BAD_INPUT = 3
 
 
+def list_rules(args: argparse.Namespace) -> int:
+    from tuiapp.commands._common import load_config
+    from tuiapp.security.display import json_printable, printable_line
+    from tuiapp.security.rule_list import entries, text_lines
+
+    cfg = load_config(args)
+    items = entries(cfg.approval, os.environ, cfg.hooks)
+    if args.json:
+        print(json_printable(json.dumps([e.to_json() for e in items], ensure_ascii=False)))
+        return 0
+    print(f"# approval mode: {cfg.approval.mode}; deny rules win wherever they stand")
+    for line in text_lines(items):
+        print(printable_line(line))
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
-    actions: dict[str, Callable[[argparse.Namespace], int]] = {"test": test}
+    actions: dict[str, Callable[[argparse.Namespace], int]] = {"list": list_rules, "test": test}
     return actions[args.rules_command](args)
 
 
@@ -44,8 +66,6 @@ def test(args: argparse.Namespace) -> int:
     except SystemExit as e:  # (the config's own one-line message is already printed)
         return BAD_INPUT if e.code == 2 else int(e.code or 0)
     call = ToolCall("test", args.tool, arguments, args.arguments)
-    import os
-
     # The tool itself is not discovered (that would run project code): kep's default for its
     # own read-only built-ins does not show here.
     verdict = policy.decide(call, cfg.approval, os.environ, spec=None)

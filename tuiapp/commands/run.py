@@ -195,6 +195,8 @@ def main(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     require_trust(cfg)  # an untrusted project's tools would be missing without a word
     ws = Workspace(cfg)
+    if getattr(args, "mode", None):
+        ws.set_mode(args.mode)  # kept over config reloads
     plan = _start.plan_from_args(ws, args)  # --prompt / --agent: the session starts from it
     if args.show_system:
         asyncio.run(_show_system(ws, plan))
@@ -262,6 +264,7 @@ def main(args: argparse.Namespace) -> int:
         await asyncio.gather(ws.registry.refresh(), _settle_mcp(ws, text or "", emit))
         conv = ws.conversation(provider, runner, approver, emit, history)
         try:
+            await ws.session_started(emit)
             stop = "end_turn"
             if plan is not None:
                 await _start.ready(plan, runner)

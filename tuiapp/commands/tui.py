@@ -42,6 +42,8 @@ def _run(args: argparse.Namespace, *, resume_gc: bool) -> int:
     # The TUI asks about trust and shows config warnings itself, on screen.
     cfg = load_config(args, headless=False)
     ws = Workspace(cfg)
+    if getattr(args, "mode", None):
+        ws.set_mode(args.mode)  # kept over config reloads
     try:
         store = Store.open()
     except StoreError as e:

@@ -11,7 +11,14 @@ from typing import Protocol
 from tuiapp.conversation import compaction
 from tuiapp.providers.base import Provider, ProviderFailure, StreamEnd, stream_with_retries
 from tuiapp.security import policy
-from tuiapp.security.approval_flow import Approval, Approver, Cleared, clear
+from tuiapp.security.approval_flow import (
+    Approval,
+    Approver,
+    Cleared,
+    HookRunner,
+    background,
+    clear,
+)
 from tuiapp.settings.config_types import ApprovalConfig, ToolsConfig
 from tuiapp.tools.offer import offered, too_big
 from tuiapp.tools.schema import arguments_error
@@ -38,6 +45,7 @@ from tuiapp.vocab.tool_specs import ToolSpec
 
 # A call identical to one already made this many times in the same turn is not run again.
 REPEAT_LIMIT = 2
+AFTER_TOOL_RESULT = 64 * 1024  # characters of a result an after_tool hook is given
 FAIR_SLICE = 0.002  # seconds a stream may hold the event loop before yielding
 TEXT_BATCH = 0.02  # seconds of text deltas emitted as one event
 PAUSE_LIMIT = 3  # pause_turn continuations kep makes by itself in one turn
@@ -79,6 +87,7 @@ class Conversation:
     context: ContextUsed | None = None  # of the last request that reported usage
     # Share of the context window that starts an automatic compaction (>= 1: never).
     compact_at: Callable[[], float] = lambda: compaction.THRESHOLD
+    hooks: HookRunner | None = None  # [[hooks]] (tools/hooks.py)
 
     def __post_init__(self) -> None:
         self._warned = False  # an oversized offer is warned about once
@@ -122,6 +131,8 @@ class Conversation:
     async def turn(self, text: str, images: Sequence[str] = ()) -> str:
         """Add a user message and run the loop. Returns the stop reason."""
         self.emit(TurnStarted(text))
+        if self.hooks is not None:
+            background(self.hooks.fire("user_prompt", {"prompt": text}))
         self._add(Message("user", text, images=tuple(images)))
         return await self.run_loop()
 
@@ -255,6 +266,10 @@ class Conversation:
             foresee.cancel()
         results = await asyncio.gather(*pending)
         for call, fin in zip(calls, results, strict=True):
+            if self.hooks is not None:
+                background(self.hooks.fire("after_tool", {
+                    "tool": call.name, "call_id": call.id, "arguments": call.arguments,
+                    "status": fin.status, "result": fin.result[:AFTER_TOOL_RESULT]}))
             self._add(
                 Message(
                     "tool",
@@ -288,7 +303,7 @@ class Conversation:
             assert spec is not None
             outcome = await clear(call, spec, approval=self.approval, env=self.env,
                                   approver=self.approver, current=self._current, emit=self.emit,
-                                  standing=self.standing)
+                                  standing=self.standing, hooks=self.hooks)
             if not isinstance(outcome, Cleared):
                 pending.append(_done(self._finish(call, outcome.status, outcome.result)))
                 continue

@@ -331,7 +331,7 @@ async def run_author_call(conv: Conversation, spec: ToolSpec, call: ToolCall,
     conv.emit(ToolCallRequested(call, spec.source, spec.format))
     outcome = await clear(call, spec, approval=conv.approval, env=conv.env,
                           approver=conv.approver, emit=conv.emit,
-                          current=current)
+                          current=current, hooks=conv.hooks)
     if not isinstance(outcome, Cleared):
         fin = ToolFinished(call.id, call.name, outcome.status, None, 0,  # type: ignore[arg-type]
                            outcome.result)

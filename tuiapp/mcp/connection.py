@@ -274,8 +274,8 @@ class ServerConnection:
             specs[name] = ToolSpec(
                 name=name, description=tool.description or tool.title or tool.name,
                 parameters=dict(tool.input_schema), format="mcp", source=source_key(self.name),
-                run={"server": self.name, "tool": tool.name},
-            )
+                run={"server": self.name, "tool": tool.name, "read_only_hint": getattr(
+                    tool.annotations, "read_only_hint", None) is True})  # read-only mode asks
         self.specs = specs
         self._publish([*specs.values(), *items])
         from tuiapp.mcp import known_tools

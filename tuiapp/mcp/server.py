@@ -34,6 +34,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tuiapp import __version__
 from tuiapp.security import policy
+from tuiapp.security.approval_flow import HookRunner, hook_payload, with_hook
 from tuiapp.settings.config_types import ApprovalConfig
 from tuiapp.tools.schema import arguments_error
 from tuiapp.vocab.events import Event, ToolFinished, ToolOutput
@@ -59,8 +60,10 @@ class KepMcpServer:
         allow_ask: bool = False,
         env: Mapping[str, str] | None = None,
         before_first_list: Callable[[], Awaitable[None]] | None = None,
+        hooks: HookRunner | None = None,
     ) -> None:
         self._tools, self._execute, self._approval = tools, execute, approval
+        self._hooks = hooks  # before_tool hooks answer after the rules, as in a chat
         # The first tools/list waits for this (kep's own MCP servers starting, bounded), so a
         # client that lists once sees the aggregated tools, not just the files'.
         self._before_first_list = before_first_list
@@ -88,8 +91,13 @@ class KepMcpServer:
                 out[name] = spec
         return out
 
-    def _refusal(self, call: ToolCall, spec: ToolSpec) -> str | None:
-        verdict = policy.decide(call, self._approval(), self._env, spec=spec)
+    async def _refusal(self, call: ToolCall, spec: ToolSpec) -> str | None:
+        # Off the event loop: a rule RE2 can't run waits for its helper process.
+        verdict = await asyncio.to_thread(policy.decide, call, self._approval(), self._env,
+                                          spec=spec)
+        if self._hooks is not None and verdict.action != "deny":
+            verdict = with_hook(verdict, await self._hooks.before_tool(
+                hook_payload(call, verdict)))
         if verdict.action == "deny":
             return f"denied by kep's policy: {verdict.why()}"
         if verdict.action == "ask" and not self.allow_ask:
@@ -121,8 +129,7 @@ class KepMcpServer:
         spec = self._tools().get(params.name)
         if spec is None:
             raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
-        # Off the event loop: a rule RE2 can't run waits for its helper process.
-        refusal = await asyncio.to_thread(self._refusal, call, spec)
+        refusal = await self._refusal(call, spec)
         if refusal:
             return _error(f"Error: {params.name} was not run: {refusal}.")
         problem = arguments_error(spec.parameters, arguments)

@@ -7,6 +7,7 @@ stays a thin shell. No textual here.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from tuiapp.project.system_prompt import base_prompt, compose
 from tuiapp.security import trust
 from tuiapp.security.grants import SessionGrants
 from tuiapp.settings import paths
-from tuiapp.settings.config_types import ApprovalConfig, Config
+from tuiapp.settings.config_types import ApprovalConfig, Config, Rule
 from tuiapp.tools.registry import Registry
 from tuiapp.vocab.tool_specs import ToolSpec
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:  # imported where used: `kep functions` needs none of them
     from tuiapp.conversation.conversation import Approver, Conversation, Emit
     from tuiapp.mcp.client import McpManager, StateListener
     from tuiapp.providers.base import Provider
+    from tuiapp.tools.hooks import Hooks
     from tuiapp.tools.runner import Runner
     from tuiapp.vocab.messages import Message
 
@@ -57,14 +59,18 @@ class Workspace:
     _runners: list[Runner] = field(default_factory=list, init=False)
     # "Allow for this session" answers: in memory only, applied before the config's rules.
     grants: SessionGrants = field(init=False)
+    # The approval mode chosen for this session (--mode, the palette, the key), kept over
+    # config reloads; None: the mode the config files chose.
+    session_mode: str | None = field(default=None, init=False)
+    # Rules switched off for this session on the rules screen (by rule_key), and how many
+    # calls each rule's file and line decided this session.
+    disabled: set[tuple[object, ...]] = field(default_factory=set, init=False)
+    decided: Counter[tuple[str, int]] = field(default_factory=Counter, init=False)
+    _emit: Emit | None = field(default=None, init=False)  # where session hooks report
 
     def __post_init__(self) -> None:
         self.registry = Registry(self.config)
         self.grants = SessionGrants()
-
-    def approval(self) -> ApprovalConfig:
-        """The rules in force now: this session's grants, then the config's."""
-        return self.grants.apply(self.config.approval)
 
     def has_mcp_servers(self) -> bool:
         """Servers in kep.toml, the project's mcp.json, or a trusted Loki `functions/mcp.json`
@@ -88,7 +94,16 @@ class Workspace:
                                            on_state=on_state)
         self.mcp.start()
 
+    async def session_started(self, emit: Emit | None = None) -> None:
+        """Fire the session_start hooks (once); aclose fires session_end."""
+        if self._emit is None:
+            self._emit = emit or (lambda event: None)
+            await self.hooks(self._emit).fire("session_start", {"mode": self.mode})
+
     async def aclose(self) -> None:
+        if self._emit is not None:  # bounded by each hook's timeout
+            emit, self._emit = self._emit, None
+            await self.hooks(emit).fire("session_end", {"mode": self.mode})
         if self.mcp is not None:
             await self.mcp.stop()
 
@@ -96,8 +111,44 @@ class Workspace:
     def root(self) -> Path:
         return self.config.project_root
 
+    def set_mode(self, mode: str) -> None:
+        """Switch the approval mode for the rest of the session (from the next decision)."""
+        self.session_mode = mode
+        self.config = _with_mode(self.config, mode)
+
+    @property
+    def mode(self) -> str:
+        return self.config.approval.mode
+
+    def approval(self) -> ApprovalConfig:
+        """The rules that decide now: this session's grants, then the config's minus those
+        disabled for the session."""
+        a = self.config.approval
+        if self.disabled:
+            from dataclasses import replace
+
+            a = replace(a, rules=tuple(r for r in a.rules if rule_key(r) not in self.disabled))
+        return self.grants.apply(a)
+
+    def toggle_rule(self, rule: Rule) -> bool:
+        """Disable `rule` for this session, or enable it again; True when now disabled."""
+        key = rule_key(rule)
+        if key in self.disabled:
+            self.disabled.discard(key)
+            return False
+        self.disabled.add(key)
+        return True
+
+    def note_decided(self, event: object) -> None:
+        """Count a ToolCallDecided against the rule (file, line) that decided it."""
+        file, line = getattr(event, "rule_file", ""), getattr(event, "rule_line", 0)
+        if file:
+            self.decided[(file, line)] += 1
+
     def reconfigure(self, config: Config) -> None:
         """A new config (kep.toml edited): rules and settings apply from the next call."""
+        if self.session_mode is not None:
+            config = _with_mode(config, self.session_mode)
         self.config = config
         self.registry.reconfigure(config)
         for runner in self._runners:
@@ -162,4 +213,30 @@ class Workspace:
             env=os.environ,
             allow_only=self.start.allow_only if self.start else None,
             tool_settings=lambda: self.config.tools,
+            hooks=self.hooks(emit),
         )
+
+    def hooks(self, emit: Emit | None = None) -> Hooks:
+        """The config's [[hooks]], run the way tools run; a failing hook of an event that
+        can't be denied is a notice."""
+        from tuiapp.security import secrets
+        from tuiapp.tools.hooks import Hooks
+        from tuiapp.vocab.events import Notice
+
+        def notice(text: str) -> None:
+            if emit is not None:
+                emit(Notice(text, "warning"))
+
+        return Hooks(lambda: self.config.hooks, self.root,
+                     lambda: secrets.child_env(self.config), notice)
+
+
+def _with_mode(config: Config, mode: str) -> Config:
+    from dataclasses import replace
+
+    return replace(config, approval=replace(config.approval, mode=mode))
+
+
+def rule_key(rule: Rule) -> tuple[object, ...]:
+    """A rule's identity across reloads (a rule moved or edited is another rule)."""
+    return (rule.file, rule.line, rule.tool, rule.action, rule.args, rule.modes)

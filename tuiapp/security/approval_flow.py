@@ -3,6 +3,9 @@ between that answer and the run. Used for the model's calls and a prompt author'
 
 - Edited arguments are decided again under the same rules (a deny stands; if they still need
   asking, kep asks about exactly what will run).
+- `before_tool` hooks (tools/hooks.py) are asked after the rules: a hook's deny denies, its ask
+  asks about a call the rules allow, its allow answers what the rules would ask; a deny rule
+  (and read-only mode's denial) stands whatever a hook says.
 - An answer is bound to the tool's code as it was when kep asked: the declaration, and each
   file it runs from (path, size, mtime, ctime, inode and a SHA-256 of the content). If any of
   that changed by the time of the run, kep says so and asks again.
@@ -33,6 +36,17 @@ class Approval:
     approved: bool
     reason: str = ""
     arguments: dict[str, Any] | None = None  # edited arguments, already validated by the UI
+
+
+class HookAnswer(Protocol):
+    decision: str  # "allow" | "deny" | "ask"
+    message: str
+    hook: str  # where the hook is written
+
+
+class HookRunner(Protocol):
+    async def before_tool(self, payload: dict[str, Any]) -> HookAnswer | None: ...
+    async def fire(self, event: str, payload: dict[str, Any]) -> None: ...
 
 
 class Approver(Protocol):
@@ -67,6 +81,7 @@ async def clear(
     current: Callable[[str], ToolSpec | None],
     emit: Callable[[Event], None],
     standing: Callable[[str], Approval | None] | None = None,
+    hooks: HookRunner | None = None,
 ) -> Cleared | Refused:
     """Decide `call`, asking `approver` when the rules say ask. `current` gives the tool as
     the registry knows it now, checked after each answer. `standing` gives an answer the user
@@ -84,9 +99,12 @@ async def clear(
             verdict = policy.decide(call, rules, env, spec=spec)
         else:  # off the event loop: big arguments, or a rule RE2 can't run (its helper waits)
             verdict = await asyncio.to_thread(policy.decide, call, rules, env, spec=spec)
+        if hooks is not None and verdict.action != "deny":
+            verdict = with_hook(verdict, await hooks.before_tool(hook_payload(call, verdict)))
         if verdict.action == "deny":
             emit(ToolCallDecided(call.id, "deny", verdict.rule, edited_arguments=edited(),
-                                 message=verdict.message))
+                                 message=verdict.message, rule_file=verdict.file,
+                                 rule_line=verdict.line))
             after = f"; {again}" if again else ""
             said = f": {verdict.message}" if verdict.message else ""
             return Refused("denied", f"denied by policy{said} ({verdict.rule}){after}")
@@ -96,14 +114,18 @@ async def clear(
             return Refused("denied", "the user denied this call" + (
                 f": {early.reason}" if early.reason else " (with the rest of the reply)"))
         if verdict.action == "allow":
-            emit(ToolCallDecided(call.id, "allow", verdict.rule, edited_arguments=edited()))
+            emit(ToolCallDecided(call.id, "allow", verdict.rule, edited_arguments=edited(),
+                                 rule_file=verdict.file, rule_line=verdict.line))
             return Cleared(call, spec)
         if again:
             verdict = replace(verdict, again=again)
         sealed = await seal(spec)
+        if hooks is not None:
+            background(hooks.fire("approval_waiting", hook_payload(call, verdict)))
         answer = await approver(call, spec, verdict)
         emit(ToolCallDecided(call.id, "ask", verdict.rule, answer.approved, answer.reason,
-                             answer.arguments if answer.arguments is not None else edited()))
+                             answer.arguments if answer.arguments is not None else edited(),
+                             rule_file=verdict.file, rule_line=verdict.line))
         if not answer.approved:
             why = f"the user denied this call: {answer.reason}" if answer.reason else (
                 "the user denied this call")
@@ -139,6 +161,35 @@ def _quick(call: ToolCall, approval: ApprovalConfig) -> bool:
         return False
     return all(rule_engine.compiled(p, False) is not None for r in approval.rules
                for p in (r.tool, r.args) if p is not None)
+
+
+def with_hook(verdict: policy.Verdict, answer: HookAnswer | None) -> policy.Verdict:
+    """What a `before_tool` hook's answer makes of the rules' verdict (never of a deny)."""
+    if answer is None or verdict.action == "deny" or answer.decision == verdict.action:
+        return verdict
+    why = answer.hook + (f": {answer.message}" if answer.message else "")
+    if answer.decision == "deny":
+        return policy.Verdict("deny", why)  # what the model and the user see
+    if answer.decision == "ask":
+        return replace(verdict, action="ask", rule=f"{why} (the rules said: {verdict.rule})")
+    return replace(verdict, action="allow", rule=f"{why} (the rules said: {verdict.rule})",
+                   file="", line=0)
+
+
+def hook_payload(call: ToolCall, verdict: policy.Verdict) -> dict[str, Any]:
+    return {"tool": call.name, "call_id": call.id, "arguments": call.arguments,
+            "verdict": {"action": verdict.action, "rule": verdict.rule,
+                        "file": verdict.file, "line": verdict.line}}
+
+
+_BACKGROUND: set[asyncio.Task[None]] = set()
+
+
+def background(work: Awaitable[None]) -> None:
+    """A hook that only hears about an event runs beside the turn, never holding it up."""
+    task: asyncio.Task[None] = asyncio.ensure_future(work)  # type: ignore[assignment]
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
 
 
 # ---- binding an answer to the code ----------------------------------------------------------

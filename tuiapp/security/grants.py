@@ -17,7 +17,7 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tuiapp.settings import paths
@@ -172,7 +172,7 @@ class SessionGrants:
         rules = tuple(g.rule for g in self.listed())
         if not rules:
             return approval
-        return ApprovalConfig(approval.default, (*rules, *approval.rules))
+        return replace(approval, rules=(*rules, *approval.rules))  # (its mode kept)
 
     def remove(self, grant: Grant) -> None:
         self._grants = [g for g in self._grants if g is not grant]

@@ -10,6 +10,12 @@ The order (README "Approval rules"):
 How a rule's `args` regex meets the arguments is in argument_text.py; regexes run in linear
 time (rule_engine). A search that could not finish in time makes kep ask, never allow. Expired
 rules (`expires`) no longer apply.
+
+Shell-like tools (kep's built-in `execcmd`, recognised by its file, and any tool a rule marks
+with `shell = "ARG"`) are decided per simple command of their command line (shell_split.py):
+after step 1 on the whole call, every simple command goes through steps 1-5 as a call of its
+own; one deny denies the call, all allowed allows it, anything else asks. A line the splitter
+can't be sure of is asked about, never allowed (a deny still denies).
 """
 
 from __future__ import annotations
@@ -17,10 +23,10 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
 
-from tuiapp.security import argument_text, rule_engine
+from tuiapp.security import argument_text, modes, rule_engine, shell_split
 from tuiapp.settings import paths
 from tuiapp.settings.config_types import Action, ApprovalConfig, Rule
 from tuiapp.vocab.messages import ToolCall
@@ -31,6 +37,8 @@ READ_ONLY_BUILTINS: dict[str, frozenset[str]] = {
     "files": frozenset({"readfile", "listdir", "grep"}),
 }
 BUILTIN_DEFAULT = "kep's read-only built-ins"
+# kep's built-in functions that run a command line, and the argument that holds it.
+SHELL_BUILTINS: dict[str, dict[str, str]] = {"shell": {"execcmd": "cmd"}}
 
 
 @dataclass(frozen=True)
@@ -41,10 +49,25 @@ class Verdict:
     # An answer given for other calls ("allow all") never covers such a question.
     again: str = ""
     message: str = ""  # the deciding rule's deny_message: what the model and the user read
+    # Where the deciding rule is written: its file and 1-based line ("" / 0: not in a file).
+    file: str = ""
+    line: int = 0
 
     def why(self) -> str:
         """The rule, led by its deny_message when it has one."""
         return f"{self.message} ({self.rule})" if self.message else self.rule
+
+
+def _by(rule: Rule, action: str | None = None, suffix: str = "") -> Verdict:
+    act = action or rule.action
+    return Verdict(act, rule.describe() + suffix,  # type: ignore[arg-type]
+                   message=rule.deny_message if act == "deny" else "",
+                   file=rule.file, line=rule.line)
+
+
+def _unsure(rule: Rule) -> Verdict:
+    return Verdict("ask", f"{rule.describe()}: its regex did not finish in time, so kep asks",
+                   file=rule.file, line=rule.line)
 
 
 def decide(
@@ -55,29 +78,82 @@ def decide(
     spec: ToolSpec | None,
 ) -> Verdict:
     """The verdict for `call` to the tool `spec` (None: not known; kep's defaults then
-    never allow it)."""
+    never allow it), in the mode `approval.mode` (core/modes.py)."""
+    mode, now = approval.mode, time.time()
+    rules = tuple(r for r in approval.rules
+                  if modes.rule_applies(r.modes, r.action, mode) and not r.expired(now))
+    if len(rules) != len(approval.rules):
+        approval = replace(approval, rules=rules)
+    fallback = _default
+    if mode == "read-only":
+        env, fallback = {}, _read_only  # nothing but kep's knowledge and marked rules allows
+    return _settle(_decide(call, approval, env or {}, spec, fallback), approval)
+
+
+Fallback = Callable[[ToolCall, ToolSpec | None, ApprovalConfig], "Verdict"]
+
+
+def _decide(call: ToolCall, approval: ApprovalConfig, env: Mapping[str, str],
+            spec: ToolSpec | None, fallback: Fallback) -> Verdict:
     order = tuple((spec.parameters.get("properties") or {}) if spec else ())
     matcher = _Matcher(call, order)
-    now = time.time()
-    rules = [r for r in approval.rules if not r.expired(now)]
-    unsure: Rule | None = None  # a rule whose regex did not finish in time
-    for rule in rules:
+    unsure: Rule | None = None  # a deny rule whose regex did not finish in time
+    for rule in approval.rules:
         if rule.action == "deny":
             hit = matcher.matches(rule)
             if hit:
-                return Verdict("deny", rule.describe(), message=rule.deny_message)
+                return _by(rule)
             if hit is None:
                 unsure = unsure or rule
     if unsure is not None:
         return _unsure(unsure)
-    for rule in rules:
+    argument = shell_argument(call.name, approval, spec)
+    # Without its command line (listing for an MCP client, a probe) a call runs nothing to
+    # split: the tool-level rules answer, as for any tool.
+    if argument is not None and argument in call.arguments:
+        return _decide_shell(call, argument, approval, env, spec, order, fallback)
+    return _after_deny(call, matcher, approval, env, spec, fallback)
+
+
+def _default(call: ToolCall, spec: ToolSpec | None, approval: ApprovalConfig) -> Verdict:
+    # What the user sees on the call: "asked: no rule matched".
+    why = "" if approval.default == "ask" else f" ([approval] default = {approval.default})"
+    return Verdict(approval.default, f"no rule matched{why}")
+
+
+def _read_only(call: ToolCall, spec: ToolSpec | None, approval: ApprovalConfig) -> Verdict:
+    if spec is not None and spec.format == "mcp" and spec.run.get("read_only_hint") is True:
+        return Verdict("ask", "read-only mode: its MCP server says it changes nothing "
+                              "(readOnlyHint)")
+    return Verdict("deny", modes.READ_ONLY_DENIAL)
+
+
+def _settle(verdict: Verdict, approval: ApprovalConfig) -> Verdict:
+    """What the mode makes of a question: yolo answers it, auto answers it inside a sandbox."""
+    if verdict.action != "ask":
+        return verdict
+    if approval.mode == "yolo":
+        return replace(verdict, action="allow", rule=f"yolo mode (would ask: {verdict.rule})")
+    if approval.mode == "auto":
+        if approval.sandboxed:
+            return replace(verdict, action="allow",
+                           rule=f"auto mode, inside the sandbox (would ask: {verdict.rule})")
+        return replace(verdict, rule=f"{verdict.rule}; auto mode asks: no sandbox is in force")
+    return verdict
+
+
+def _after_deny(
+    call: ToolCall, matcher: _Matcher, approval: ApprovalConfig, env: Mapping[str, str],
+    spec: ToolSpec | None, fallback: Fallback,
+) -> Verdict:
+    """Steps 2-5, once no deny rule matched."""
+    for rule in approval.rules:
         if rule.action != "deny":
             hit = matcher.matches(rule)
             if hit is None:
                 return _unsure(rule)
             if hit:
-                return Verdict(rule.action, rule.describe())
-    env = env or {}
+                return _by(rule)
     need, skip = env.get("LLM_MCP_NEED_CONFIRM"), env.get("LLM_MCP_SKIP_CONFIRM")
     if need and _env_match(need, call.name):
         return Verdict("ask", f"LLM_MCP_NEED_CONFIRM={need}")
@@ -85,13 +161,53 @@ def decide(
         return Verdict("allow", f"LLM_MCP_SKIP_CONFIRM={skip}")
     if spec is not None and is_read_only_builtin(spec):
         return Verdict("allow", BUILTIN_DEFAULT)
-    # What the user sees on the call: "asked: no rule matched".
-    why = "" if approval.default == "ask" else f" ([approval] default = {approval.default})"
-    return Verdict(approval.default, f"no rule matched{why}")
+    return fallback(call, spec, approval)
 
 
-def _unsure(rule: Rule) -> Verdict:
-    return Verdict("ask", f"{rule.describe()}: its regex did not finish in time, so kep asks")
+def shell_argument(name: str, approval: ApprovalConfig, spec: ToolSpec | None) -> str | None:
+    """The argument holding a command line when the tool `name` runs one, else None: kep's
+    own `execcmd` (by its file), or a tool a rule marks with `shell = "ARG"`."""
+    if spec is not None and _is_builtin(spec, SHELL_BUILTINS):
+        return SHELL_BUILTINS[os.path.basename(os.path.realpath(spec.source))][spec.name]
+    for rule in approval.rules:
+        if rule.shell and _name_matches(rule, name):
+            return rule.shell
+    return None
+
+
+def _decide_shell(
+    call: ToolCall, argument: str, approval: ApprovalConfig, env: Mapping[str, str],
+    spec: ToolSpec | None, order: tuple[str, ...], fallback: Fallback,
+) -> Verdict:
+    line = call.arguments.get(argument)
+    if not isinstance(line, str):
+        return Verdict("ask", f"`{argument}` is not a command line kep can check")
+    parts = shell_split.split(line)
+    decided: list[tuple[str, Verdict]] = []
+    for text in parts.commands:
+        one = ToolCall(call.id, call.name, {**call.arguments, argument: text})
+        matcher = _Matcher(one, order)
+        hits = [(r, matcher.matches(r)) for r in approval.rules if r.action == "deny"]
+        deny = next((r for r, hit in hits if hit), None)
+        if deny is not None:
+            return _by(deny, suffix=f", on `{text}`")
+        slow = next((r for r, hit in hits if hit is None), None)
+        if slow is not None:
+            return _unsure(slow)
+        decided.append((text, _after_deny(one, matcher, approval, env, spec, fallback)))
+    for text, verdict in decided:  # denied by the default or the mode: no question to ask
+        if verdict.action == "deny":
+            return replace(verdict, rule=f"{verdict.rule}, on `{text}`")
+    if parts.unsure:
+        if not decided and (v := fallback(call, spec, approval)).action == "deny":
+            return v  # nothing readable, and read-only mode (or the default) denies
+        return Verdict("ask", f"kep can't be sure what this command line runs: {parts.unsure[0]}")
+    for text, verdict in decided:
+        if verdict.action != "allow":
+            return replace(verdict, rule=f"{verdict.rule}, on `{text}`")
+    last = decided[-1][1]  # the file and line shown: the last command's rule
+    return Verdict("allow", "; ".join(dict.fromkeys(v.rule for _, v in decided)),
+                   file=last.file, line=last.line)
 
 
 def decide_direct(
@@ -103,7 +219,7 @@ def decide_direct(
 ) -> Verdict:
     """`kep call`: the user typed the call, so `ask` becomes allow; `deny` still stands."""
     v = decide(call, approval, env, spec=spec)
-    return v if v.action == "deny" else Verdict("allow", v.rule)
+    return v if v.action == "deny" else replace(v, action="allow")
 
 
 def deny_rules_for(tool: str, approval: ApprovalConfig) -> list[Rule]:
@@ -114,11 +230,17 @@ def deny_rules_for(tool: str, approval: ApprovalConfig) -> list[Rule]:
 def is_read_only_builtin(spec: ToolSpec) -> bool:
     """Whether `spec` is one of kep's own read-only built-ins: declared by kep's bundled
     file, and run from that file. The name alone proves nothing."""
+    return _is_builtin(spec, READ_ONLY_BUILTINS)
+
+
+def _is_builtin(spec: ToolSpec, table: Mapping[str, Collection[str]]) -> bool:
+    """Whether `spec` is one of `table`'s functions (by bundled file name) declared by kep's
+    bundled file and run from it."""
     if spec.format != "keprompt":
         return False
     source = os.path.realpath(spec.source)
     directory, file = os.path.split(source)
-    if spec.name not in READ_ONLY_BUILTINS.get(file, ()):
+    if spec.name not in table.get(file, ()):
         return False
     if directory != os.path.realpath(paths.builtin_functions_dir()):
         return False

@@ -75,6 +75,18 @@ def _server_item(name: str, table: Any) -> tuple[str, str]:
             f"MCP server {one_line(name)} (kep.toml: {one_line(what)})")
 
 
+def _hook_item(table: Any) -> tuple[str, str]:
+    command = table.get("command") if isinstance(table, dict) else None
+    event = table.get("event") if isinstance(table, dict) else None
+    return (item_key({"kind": "hook", "table": table}),
+            f"hook on {one_line(str(event))}: {one_line(str(command))}")
+
+
+def _hooks(data: Any) -> list[Any]:
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    return hooks if isinstance(hooks, list) else []
+
+
 def _provider_item(name: str, table: Any) -> tuple[str, str]:
     where = table.get("base_url") if isinstance(table, dict) else None
     return (item_key({"kind": "provider", "name": name, "table": table}),
@@ -122,6 +134,9 @@ def items_of(toml: dict[str, Any], mcp: dict[str, Any]) -> dict[str, str]:
     for name, table in table_at(toml, "mcp", "servers").items():
         key, label = _server_item(name, table)
         out[key] = label
+    for table in _hooks(toml):
+        key, label = _hook_item(table)
+        out[key] = label
     for name, table in table_at(toml, "providers").items():
         key, label = _provider_item(name, table)
         out[key] = label
@@ -157,6 +172,8 @@ def withhold(data: dict[str, Any], accepted: frozenset[str] | None) -> dict[str,
         ]
     if "approval" in data:
         out["approval"] = approval
+    if "hooks" in data:  # a hook runs a command: one added since trusting waits, as a server
+        out["hooks"] = [h for h in _hooks(data) if _hook_item(h)[0] in accepted]
     for table in SETTING_TABLES:
         if table in data:
             out[table] = {n: v for n, v in table_at(data, table).items()

@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from tuiapp.settings import config_models
+from tuiapp.settings.config_hooks import parse_hooks
 from tuiapp.settings.config_reader import (
     TableReader,
     count_at_least_one,
@@ -27,12 +29,15 @@ from tuiapp.settings.config_reader import (
 )
 from tuiapp.settings.config_rules import parse_rules
 from tuiapp.settings.config_types import (
+    APPROVAL_MODES,
     BUILTIN_PROVIDERS,
     ApprovalConfig,
     Config,
     ConfigError,
     McpServerConfig,
+    NotifyConfig,
     ProviderConfig,
+    Rule,
     SandboxConfig,
     SandboxRule,
     SourceConfig,
@@ -46,6 +51,23 @@ def _share(r: TableReader, key: str, default: float) -> float:
     if not 0 < v <= 1:
         raise r.error(key, f"must be above 0 and at most 1 (a share: 0.85 is 85%); got {v}")
     return v
+
+
+NOTIFY_DESKTOP = ("auto", "osc9", "osc777", "notify-send", "off")
+
+
+def _non_negative(r: TableReader, key: str, default: float) -> float:
+    v = r.get(key, float, default)
+    if v < 0:
+        raise r.error(key, "must be 0 (never) or more seconds")
+    return float(v)
+
+
+def _mode(ar: TableReader) -> str:
+    if ar.table.get("mode") == "yolo":
+        raise ar.error("mode", "yolo is chosen for a session only (--mode yolo, or the "
+                               "palette), never from a file")
+    return str(ar.choice("mode", APPROVAL_MODES[:-1], "ask"))
 
 
 def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Config:
@@ -83,7 +105,8 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
 
     ar = r.sub("approval")
     rules = parse_rules(ar, file)
-    approval = ApprovalConfig(ar.choice("default", ("allow", "ask", "deny"), "ask"), tuple(rules))
+    approval = ApprovalConfig(ar.choice("default", ("allow", "ask", "deny"), "ask"), tuple(rules),
+                              _mode(ar))
 
     tr = r.sub("tools")
     timeouts = {}
@@ -177,7 +200,11 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
         tools=tools,
         mcp_servers=servers,
         mcp_prefix=mr.get("prefix", bool, True),
+        hooks=parse_hooks(r, file),
         pane_lines=int(positive_number(ur, "pane_lines", 2000)),
+        notify=NotifyConfig(_non_negative(ur, "notify_after", 5.0),
+                            ur.get("notify_bell", bool, True),
+                            ur.choice("notify_desktop", NOTIFY_DESKTOP, "auto")),
         system_prompt=r.get("system_prompt", str),
         project_root=project_root,
         raw=dict(data),
@@ -241,6 +268,8 @@ def load(root: Path, user_file: Path,
     files = []
     warnings: list[str] = []
     user_rules: list[Any] = []
+    user_approval: Mapping[str, Any] = {}
+    user_data: dict[str, Any] = {}
     project_data: dict[str, Any] = {}
     for f in (user_file, project_file):
         if f == project_file and f != user_file:
@@ -256,6 +285,8 @@ def load(root: Path, user_file: Path,
         files.append(f)
         if f == user_file:
             user_rules = data.get("approval", {}).get("rules", [])
+            user_approval = _approval_of(data)
+            user_data = data
         merged = deep_merge(merged, data)
     # Rules are ordered and first match wins: project rules first, then the user's.
     project_rules = (
@@ -263,11 +294,64 @@ def load(root: Path, user_file: Path,
         if project_file in files and project_file != user_file
         else []
     )
+    mode = _approval_of(project_data).get("mode")
+    if project_file in files and mode is not None and mode not in _PROJECT_MODES:
+        # A project may make kep stricter, never quieter (README "Modes").
+        warnings.append(f"{project_file}: approval.mode = {mode!r} ignored: a project may "
+                        f"choose only {' or '.join(_PROJECT_MODES)}")
+        user_mode = user_approval.get("mode")
+        merged["approval"] = {k: v for k, v in merged["approval"].items() if k != "mode"}
+        if user_mode is not None:
+            merged["approval"]["mode"] = user_mode
+    project_hooks = project_data.get("hooks", []) if project_file in files else []
+    user_hooks = user_data.get("hooks", []) if user_file != project_file else []
+    if isinstance(project_hooks, list) and isinstance(user_hooks, list) and (
+            project_hooks or user_hooks):
+        merged["hooks"] = [*project_hooks, *user_hooks]
     if user_rules or project_rules:
         merged.setdefault("approval", {})
         merged["approval"] = dict(merged["approval"], rules=[*project_rules, *user_rules])
     cfg = parse(merged, " + ".join(str(f) for f in files) or "defaults", root)
-    return Config(**{**cfg.__dict__, "files": tuple(files), "warnings": tuple(warnings)})
+    sources = [(project_file, len(project_rules)), (user_file, len(user_rules))]
+    approval = replace(cfg.approval, rules=_placed(cfg.approval.rules, sources))
+    hooks = _hook_files(cfg.hooks, [(project_file, len(project_hooks or [])),
+                                    (user_file, len(user_hooks or []))])
+    return Config(**{**cfg.__dict__, "approval": approval, "hooks": hooks, "files": tuple(files),
+                     "warnings": tuple(warnings)})
+
+
+def _hook_files(hooks: tuple[Any, ...], sources: list[tuple[Path, int]]) -> tuple[Any, ...]:
+    """Each merged hook named by the file it came from."""
+    names = [(f, i) for f, count in sources for i in range(1, count + 1)]
+    if len(names) != len(hooks):
+        return hooks
+    return tuple(replace(h, origin=f"{f.name} hook {i}", file=str(f))
+                 for h, (f, i) in zip(hooks, names, strict=True))
+
+
+def _placed(rules: tuple[Rule, ...], sources: list[tuple[Path, int]]) -> tuple[Rule, ...]:
+    """The merged rules, each named by the file it came from and its line there (the merged
+    parse could only say "a.toml + b.toml rule 7")."""
+    from tuiapp.settings.rule_places import places_in
+
+    out: list[Rule] = []
+    for file, count in sources:
+        if not count:
+            continue
+        for i, place in enumerate(places_in(file, count), 1):
+            rule = rules[len(out)]
+            where = f"{file.name} rule {i}" + (f", line {place.line}" if place.line else "")
+            out.append(replace(rule, origin=where, file=str(file), line=place.line,
+                               note=place.note))
+    return tuple(out) if len(out) == len(rules) else rules
+
+
+_PROJECT_MODES = ("read-only", "ask")  # security/modes.FROM_PROJECT, without importing it here
+
+
+def _approval_of(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    table = data.get("approval", {})
+    return table if isinstance(table, Mapping) else {}
 
 
 DOTENV_MAX_BYTES = 1024 * 1024

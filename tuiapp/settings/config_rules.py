@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from tuiapp.settings.config_reader import TableReader
-from tuiapp.settings.config_types import ConfigError, Rule
+from tuiapp.settings.config_types import APPROVAL_MODES, ConfigError, Rule
 
 _DURATION = re.compile(r"(\d{1,6})\s*([smhd])")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -52,9 +52,13 @@ def parse_rules(ar: TableReader, file: Path | str) -> list[Rule]:
         for name in ("match", "not_match"):
             value = rr.get(name, list, [])
             examples.append(tuple(value))
+        shell = rr.get("shell", str)
+        if shell is not None and not shell.strip():
+            raise rr.error("shell", "expected the name of the argument that holds the command line")
         rule = Rule(tool, action, rr.regex("args"), f"{Path(file).name} rule {i}",
                     deny_message=rr.get("deny_message", str, ""), expires_at=expires_at,
-                    match=examples[0], not_match=examples[1])
+                    match=examples[0], not_match=examples[1], shell=shell,
+                    modes=rule_modes(rr))
         rules.append(rule)
     return rules
 
@@ -75,3 +79,11 @@ def _expiry(rr: TableReader, file: Path | str, key: str, added: str | None) -> f
         raise ConfigError(file, f"{key}.expires",
                           f"expected a duration such as \"2h\" or a date and time; got {expires!r}")
     return at
+
+
+def rule_modes(rr: TableReader) -> tuple[str, ...]:
+    named = rr.get("modes", list, [])
+    if "modes" in rr.table and not (
+            named and all(isinstance(m, str) and m in APPROVAL_MODES for m in named)):
+        raise rr.error("modes", f"expected a list of modes from {', '.join(APPROVAL_MODES)}")
+    return tuple(dict.fromkeys(named))

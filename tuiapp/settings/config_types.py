@@ -17,6 +17,9 @@ from tuiapp.vocab.trust_state import TrustState
 
 Api = Literal["responses", "chat", "anthropic", "offline"]
 Action = Literal["allow", "ask", "deny"]
+# Approval modes, strictest first (their meaning: tuiapp.security.modes). yolo is a session's
+# choice only: a file may name it in a rule's `modes`, never as `[approval] mode`.
+APPROVAL_MODES = ("read-only", "ask", "auto", "yolo")
 # The settings classes below are @dataclass(frozen=True, eq=False, repr=False) on FrozenRecord:
 # same equality, hash and repr as plain frozen dataclasses, cheaper to import (startup path).
 
@@ -105,6 +108,15 @@ class Rule(FrozenRecord):
     # by this rule, no `not_match` may be.
     match: tuple[dict[str, Any], ...] = field(default=(), compare=False)
     not_match: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    # The argument that holds a command line: tools this rule names are shell-like
+    # (core/shell_split.py), so every simple command of that line must be allowed.
+    shell: str | None = None
+    modes: tuple[str, ...] = ()  # the approval modes it applies in (core/modes.py); () = all
+    # Where it was read (rules screen, `kep rules list`, events): file, 1-based line (0:
+    # unknown), the comment above it ("always" rules say who added them and when).
+    file: str = field(default="", compare=False)
+    line: int = field(default=0, compare=False)
+    note: str = field(default="", compare=False)
 
     def expired(self, now: float) -> bool:
         return self.expires_at is not None and now >= self.expires_at
@@ -118,6 +130,30 @@ class Rule(FrozenRecord):
 class ApprovalConfig(FrozenRecord):
     default: Action = "ask"
     rules: tuple[Rule, ...] = ()
+    mode: str = "ask"  # core/modes.py: read-only | ask | auto | yolo
+    sandboxed: bool = False  # a sandbox is in force for tools (what `auto` needs)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class HookConfig(FrozenRecord):
+    event: str  # config_hooks.EVENTS
+    argv: tuple[str, ...]  # a string command is ("/bin/sh", "-c", command)
+    matcher: str | None = None  # regex, full match against the tool name (tool events)
+    timeout: float = 10.0
+    origin: str = ""  # "kep.toml hook 2", for messages and the rules screen
+    file: str = field(default="", compare=False)
+
+    def command_text(self) -> str:
+        return self.argv[2] if self.argv[:2] == ("/bin/sh", "-c") else " ".join(self.argv)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class NotifyConfig(FrozenRecord):
+    """[ui] notify_*: how a question that waits gets noticed (ui/waiting_notice.py)."""
+
+    after: float = 5.0  # seconds a question waits first (0: never)
+    bell: bool = True  # ring the terminal's bell
+    desktop: str = "auto"  # "auto" | "osc9" | "osc777" | "notify-send" | "off"
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -214,7 +250,9 @@ class Config(FrozenRecord):
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
     mcp_prefix: bool = True
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    hooks: tuple[HookConfig, ...] = ()  # [[hooks]]: the project's first, then the user's
     pane_lines: int = 2000
+    notify: NotifyConfig = field(default_factory=NotifyConfig)
     system_prompt: str | None = None
     project_root: Path = field(default_factory=Path.cwd)
     files: tuple[Path, ...] = ()  # the files that were read, lowest precedence first

@@ -44,12 +44,20 @@ def write_toml_atomic(path: Path, data: Mapping[str, Any]) -> Path:
     return written
 
 
+def note_own_write(path: Path) -> None:
+    """`path` was just written by kep (not re-dumped through tomli_w): a reload it causes is
+    kep's own."""
+    if (key := _stat_key(path)) is not None:
+        _OWN_WRITES[path] = key
+
+
 def add_rule(file: Path, tool_regex: str, action: Action, args_regex: str | None = None, *,
-             source: str = "", expires: str = "") -> Rule:
+             source: str = "", expires: str = "", modes: tuple[str, ...] = ()) -> Rule:
     """Put a rule at the front of `file`'s approval rules, atomically, as a
     `[[approval.rules]]` table. (A deny rule elsewhere still wins: see policy.) `source` is
     the call the rule came from: it is kept with the date in `comment` (a key, so it survives
-    any writer); `expires` ("2h") counts from `added`."""
+    any writer); `expires` ("2h") counts from `added`; `modes` limits it to those approval
+    modes (a grant never applies in a stricter mode)."""
     data = read_toml(file)
     rule: dict[str, Any] = {"tool": tool_regex, "action": action}
     if args_regex:
@@ -63,11 +71,13 @@ def add_rule(file: Path, tool_regex: str, action: Action, args_regex: str | None
             rule["comment"] = f"added by kep on {now:%Y-%m-%d} from the call {source}"
         if expires:
             rule["expires"] = expires
+    if modes:
+        rule["modes"] = list(modes)
     approval = dict(data.get("approval", {}))
     approval["rules"] = [rule, *approval.get("rules", [])]
     data["approval"] = approval
     write_toml_atomic(file, data)
-    return Rule(tool_regex, action, args_regex, f"{file.name} rule 1")
+    return Rule(tool_regex, action, args_regex, f"{file.name} rule 1", modes=modes)
 
 
 def set_value(file: Path, key: str, value: Any) -> None:

@@ -289,8 +289,12 @@ class SessionActions(App[int]):
             return
         tool_regex = tool_regex or f"^{re.escape(tool)}$"
         try:
+            from tuiapp.security import modes
+
+            # Granted in this mode: never applies in a stricter one (deny rules: everywhere).
+            limit = modes.grant_modes(self.ws.mode) if action == "allow" else ()
             config_writer.add_rule(file, tool_regex, action, args,  # type: ignore[arg-type]
-                                   source=source, expires=expires)
+                                   source=source, expires=expires, modes=limit)
             # The user's own answer: not a change for folder trust to ask about again.
             trust.accept_rule(self.ws.root, tool_regex, action, args)
             self.ws.reconfigure(project_config.load(self.ws.root))

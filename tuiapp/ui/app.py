@@ -32,11 +32,13 @@ from tuiapp.ui.approval_routing import ApprovalRouting
 from tuiapp.ui.bridge import ApprovalBroker, EventBridge
 from tuiapp.ui.chat_screen import ChatScreen
 from tuiapp.ui.conversation_routing import ConversationRouting
+from tuiapp.ui.mode_actions import ModeActions
 from tuiapp.ui.model_options import ModelOptionActions
 from tuiapp.ui.narrow import NarrowLayout
 from tuiapp.ui.prompt_commands import SessionStarts
 from tuiapp.ui.screens.output_viewer import OpensOutputViewer
 from tuiapp.ui.themes import register_themes, set_startup_theme
+from tuiapp.ui.waiting_notice import WaitingNotice
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
 from tuiapp.ui.widgets.transcript import Transcript
@@ -57,7 +59,8 @@ LATER_CSS = Path(__file__).with_name("later.tcss")
 # The routing mixins come first: Textual calls every class's handler of a message in MRO
 # order, and KepApp's own (now theirs) ran before the other mixins'.
 class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStarts,
-             SessionActions, ModelOptionActions, NarrowLayout, OpensOutputViewer, App[int]):
+             SessionActions, ModelOptionActions, ModeActions, WaitingNotice, NarrowLayout,
+             OpensOutputViewer, App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "kep"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -70,6 +73,8 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         Binding("ctrl+g", "cancel_tools", "cancel tools", show=False),
         Binding("ctrl+l", "copy_reply", "copy last reply", show=False),
         Binding("ctrl+b", "toggle_thinking", "thinking", show=False),
+        Binding("ctrl+s", "switch_mode", "approval mode", show=False),
+        Binding("alt+r", "show_rules", "approval rules", show=False),
     ]
 
     def __init__(self, ws: Workspace, *, model: str, store: Store | None, session_id: str | None,
@@ -112,6 +117,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
                        timeout=timeout, markup=False)
 
     def _sink(self, event: Event) -> None:
+        self.ws.note_decided(event)  # the rules screen's "decided" counts
         self.broker.observe(event)
         self._bridge(event)
 
@@ -161,6 +167,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         model, session_id, history, _ = self._first_chat
         footer = self.query_one(StatusFooter)
         footer.model, footer.label, footer.session_id = model, self.label, session_id
+        footer.mode = self.ws.mode
         footer.base_usage = self.session_usage(session_id)
         self.query_one(PromptInput).focus()
         if history:
@@ -225,6 +232,11 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
     async def refresh_tools(self, first: bool = False) -> None:
         if first:  # MCP servers start beside the listing; their tools arrive as events
             self.ws.start_mcp(emit=self._sink, on_state=self._mcp_state)
+            self.run_worker(self.ws.session_started(self._sink), group="session-hooks",
+                            exit_on_error=False)
+            from tuiapp.security import shell_split
+
+            self.run_worker(shell_split.warm, thread=True, group="warm", exit_on_error=False)
         try:
             change = await self.ws.registry.refresh()
         except Exception as e:  # a registry bug must not take the chat down

@@ -31,6 +31,10 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
                         "write", app.choose_max_output)
     yield SystemCommand("Show or hide thinking", "Open or collapse every thinking block "
                         "(ctrl+b)", app.action_toggle_thinking)
+    yield SystemCommand("Approval mode", f"now {app.ws.mode}: read-only, ask, auto or yolo "
+                        "for this session (ctrl+s cycles all but yolo)", app.choose_mode)
+    yield SystemCommand("Approval rules", "Every rule in force, where it is written, what it "
+                        "decided; disable, delete, move (alt+r)", app.action_show_rules)
     yield SystemCommand("Switch theme", "Pick a theme; the choice is saved to config",
                         app.choose_theme)
     yield SystemCommand("New session", "Start a fresh conversation (ctrl+n)",

@@ -185,6 +185,9 @@ class ToolCallDecided(Event):
     reason: str = ""  # deny reason typed by the user
     edited_arguments: dict[str, Any] | None = None
     message: str = ""  # the deny rule's deny_message
+    # Where the deciding rule is written ("" and 0: no file, e.g. kep's built-in default).
+    rule_file: str = ""
+    rule_line: int = 0
 
 
 @dataclass(frozen=True, eq=False, repr=False)

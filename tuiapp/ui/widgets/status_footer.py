@@ -69,6 +69,10 @@ class StatusFooter(Widget):
     session_id: reactive[str | None] = reactive(None)
     label: reactive[str | None] = reactive(None)  # active agent / prompt
     context: reactive[ContextUsed | None] = reactive(None)  # of the last request
+    mode: reactive[str] = reactive("ask")  # the approval mode (core/modes.py)
+
+    def watch_mode(self, mode: str) -> None:
+        self.set_class(mode == "yolo", "-yolo")
 
     def render(self) -> Content:
         # Narrow (an 80-column terminal): tighter separators, the short usage form, ctrl+x as
@@ -96,6 +100,10 @@ class StatusFooter(Widget):
     def _left(self, *, short: bool, compact: bool = False) -> Content:
         sep = (" │ " if compact else "  │  ", "$text-muted")
         left: list[str | tuple[str, str]] = [(" ◆ ", "$accent"), (self.model, "bold")]
+        if self.mode != "ask":  # the default is not shown; any other mode always is
+            style = "bold reverse" if self.mode == "yolo" else "bold $text-warning"
+            left += [sep, (f" {self.mode.upper()} " if self.mode == "yolo" else self.mode,
+                           style)]
         if self.label:
             left += [sep, (self.label, "$text-secondary")]
         left += [sep, (usage_text(self.base_usage + self.usage, short=short), "$text-muted")]
