@@ -159,7 +159,8 @@ class Workbench(Widget, can_focus=False):
             f"{self.tool_name} · {e.format} · {short_source(e.source, self.root)}"))
         if isinstance(e, BrokenTool):
             status.add_class("-broken")
-            status.update(printable(f"✗ broken: {e.error}\nfix: {broken_hint(e.error)}"))
+            hint = broken_hint(e.error, e.format)
+            status.update(printable(f"✗ broken: {e.error}" + (f"\nfix: {hint}" if hint else "")))
             desc.update("")
         else:
             status.remove_class("-broken")
