@@ -206,10 +206,13 @@ def test_readfile_env_and_grep_key_put_no_key_in_the_request_the_store_or_the_sp
         env = kep_env(FAKE_LLM_KEY="fake-provider-key-0123456789")
         res = subprocess.run([*KEP, "run", "--yes", "--project", str(project), "look around"],
                              cwd=project, env=env, capture_output=True, text=True, timeout=120)
-        assert res.returncode == 0, res.stderr
+        # (readfile fails on `.env` behind the sandbox's walls: kep run says so with exit 1)
+        assert res.returncode == 0 or "readfile failed" in res.stderr, res.stderr
         requests = [json.dumps(r.body) for r in server.requests]
     assert len(requests) == 3
-    assert "[redacted OPENAI_API_KEY]" in requests[1] and "[redacted DOT_SECRET]" in requests[1]
+    # Behind the sandbox's walls `.env` is not even readable; without them, it is redacted.
+    assert ("[redacted OPENAI_API_KEY]" in requests[1] and "[redacted DOT_SECRET]" in requests[1]
+            ) or "sandbox: hidden path" in requests[1]
     assert "settings.py:1: API_KEY = \\\"[redacted OPENAI_API_KEY]\\\"" in requests[2]
     data_dir = Path(env["KEP_DATA_DIR"])
     stored = [p for p in data_dir.rglob("*") if p.is_file()]
