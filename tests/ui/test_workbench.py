@@ -295,6 +295,7 @@ async def test_opening_tools_one_after_another_keeps_one_workbench_and_their_run
         assert app.bench() is None
 
 
+@pytest.mark.usefixtures("unsandboxed")  # reads the pid from outside
 async def test_f2_cancels_a_hanging_run_and_its_process_goes(proj: Path) -> None:
     import os
 

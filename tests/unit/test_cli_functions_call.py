@@ -39,7 +39,9 @@ def kep(
 
 @pytest.fixture
 def proj(project: Path, tmp_path: Path) -> Path:
-    (project / "kep.toml").write_text("[tools]\nbuiltins = false\n")
+    # (the tool's `ran` mark lands beside the project: writable inside the sandbox too)
+    (project / "kep.toml").write_text(f'[tools]\nbuiltins = false\n[sandbox]\n'
+                                      f'writable = ["{tmp_path}"]\n')
     fn = project / "prompts" / "functions"
     sh_tool(
         fn / "greet",

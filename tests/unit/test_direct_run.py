@@ -22,7 +22,9 @@ DEFS = f'[{{"name":"mark","description":"Leave a mark.","parameters":{SCHEMA}}}]
 def setup(project: Path, tmp_path: Path, rules: str) -> config_types.Config:
     sh_tool(project / "prompts" / "functions" / "mark", f"  echo '{DEFS}'",
             f'cat >/dev/null; touch {tmp_path}/ran; printf "out\\033[31m"; echo err >&2')
-    return config.parse(tomllib.loads(f"[tools]\nbuiltins = false\n{rules}"), "test", project)
+    # (the `ran` mark beside the project: writable inside the sandbox too)
+    text = f'[tools]\nbuiltins = false\n[sandbox]\nwritable = ["{tmp_path}"]\n{rules}'
+    return config.parse(tomllib.loads(text), "test", project)
 
 
 def go(cfg: config_types.Config, tmp_path: Path, args: dict) -> tuple:

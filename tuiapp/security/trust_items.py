@@ -93,20 +93,13 @@ def _provider_item(name: str, table: Any) -> tuple[str, str]:
             f"provider {one_line(name)}" + (f" at {one_line(where)}" if where else ""))
 
 
-SETTING_TABLES = ("tools",)  # every key of these changes what runs or is reachable
+SETTING_TABLES = ("tools", "sandbox")  # every key of these changes what runs or is reachable
 
 
 def setting_item(table: str, name: str, value: Any) -> tuple[str, str]:
     shown = json.dumps(value, ensure_ascii=False, default=str)
     return (item_key({"kind": "setting", "table": table, "name": name, "value": value}),
             f"[{one_line(table)}] {one_line(name)} = {one_line(shown)}")
-
-
-def _sandbox_item(table: Any) -> tuple[str, str]:
-    """The project's whole [sandbox] table is one item: any change to its walls (a writable
-    path, network on, the walls off) is held back until the project is trusted again."""
-    shown = json.dumps(table, ensure_ascii=False, default=str, sort_keys=True)
-    return item_key({"kind": "sandbox", "table": table}), f"[sandbox] {one_line(shown)}"
 
 
 def table_at(data: Any, *keys: str) -> dict[str, Any]:
@@ -139,9 +132,6 @@ def items_of(toml: dict[str, Any], mcp: dict[str, Any]) -> dict[str, str]:
         out[key] = label
     for name, table in table_at(toml, "providers").items():
         key, label = _provider_item(name, table)
-        out[key] = label
-    if "sandbox" in toml:
-        key, label = _sandbox_item(toml["sandbox"])
         out[key] = label
     for name, entry in table_at(mcp, "mcpServers").items():
         if isinstance(entry, dict):
@@ -186,8 +176,6 @@ def withhold(data: dict[str, Any], accepted: frozenset[str] | None) -> dict[str,
     if providers:
         out["providers"] = {n: t for n, t in providers.items()
                             if _provider_item(n, t)[0] in accepted}
-    if "sandbox" in data and _sandbox_item(data["sandbox"])[0] not in accepted:
-        out.pop("sandbox")
     return out
 
 

@@ -14,6 +14,7 @@ from tuiapp.security.sandbox.base import Profile
 MAX_LINES = 5
 _QUOTED = re.compile(r"""['"‘“`](/?[^'"’”`\n]+)['"’”`]""")
 _BARE = re.compile(r"(?:^|[\s(=])(/[^\s:'\"(),]+)")
+_TRAILING = re.compile(r"(?:Permission denied|Read-only file system)[:,]\s*([^\s:'\"]+)\s*$")
 _AFTER = re.compile(r"(?:cannot create|cannot touch|can't create|open|write to)\s+([^\s:'\"]+)")
 READ_ONLY = re.compile(r"Read-only file system|\[Errno 30\]|EROFS")
 PERMISSION = re.compile(r"Permission denied|\[Errno 13\]|EACCES")
@@ -25,7 +26,7 @@ PROCESS = re.compile(r"kill: .*No such process|\[Errno 3\] No such process|ESRCH
 
 
 def _path_in(line: str) -> str | None:
-    for rx in (_QUOTED, _AFTER, _BARE):
+    for rx in (_QUOTED, _TRAILING, _AFTER, _BARE):
         m = rx.search(line)
         if m:
             return m.group(1)
