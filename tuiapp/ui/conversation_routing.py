@@ -22,6 +22,7 @@ from tuiapp.core.events import (
     TurnEnded,
     Usage,
 )
+from tuiapp.ui.literal import say
 from tuiapp.ui.messages import CoreEvent, ReplyText
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
@@ -72,7 +73,8 @@ class ConversationRouting(App[int]):
         try:
             await (self.chat.send(text) if text is not None else self.chat.retry())
         except Exception as e:  # a bug, not a provider error (those are events)
-            self.notify(f"internal error: {type(e).__name__}: {e}", severity="error", timeout=15)
+            self.notify(say("internal error: {}: {}", type(e).__name__, e), severity="error",
+                        timeout=15)
             self.set_state("error")
             raise
 

@@ -19,6 +19,8 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Static, TextArea
 
+from tuiapp.ui.literal import say
+
 MAX_EDIT_BYTES = 2 * 1024 * 1024  # a tool source bigger than this is not a text to edit here
 LANGS = {".py": "python", ".sh": "bash", ".js": "javascript", ".ts": "javascript",
          ".json": "json", ".toml": "toml", ".yaml": "yaml"}
@@ -108,10 +110,10 @@ class ToolEditor(ModalScreen[bool]):
         try:
             save_text(self.path, self.query_one(TextArea).text)
         except OSError as e:
-            self.query_one("#editor-status", Static).update(f"not saved: {e.strerror or e}")
+            self.query_one("#editor-status", Static).update(say("not saved: {}", e.strerror or e))
             return
         self.saved = True
-        self.query_one("#editor-status", Static).update(f"saved {self.path.name}")
+        self.query_one("#editor-status", Static).update(say("saved {}", self.path.name))
         self.app.post_message(ToolSaved(self.path))
 
     def action_close(self) -> None:

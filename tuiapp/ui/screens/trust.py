@@ -22,6 +22,7 @@ from textual.widgets import Button, Static
 
 from tuiapp import config, config_types, trust
 from tuiapp.trust_items import one_line
+from tuiapp.ui.literal import literal, say
 
 if TYPE_CHECKING:
     from tuiapp.ui.app import KepApp
@@ -140,7 +141,7 @@ def answered(app: KepApp, q: trust.Question, yes: bool) -> None:
     if not yes:
         what = ("the new entries stay off" if q.gained
                 else "its tools, servers, .env and kep.toml stay off")
-        app.notify(f"Not trusted: {what}. `kep trust` trusts it.", title="Folder trust",
+        app.notify(say("Not trusted: {}. `kep trust` trusts it.", what), title="Folder trust",
                    timeout=8)
         return
     try:
@@ -148,9 +149,10 @@ def answered(app: KepApp, q: trust.Question, yes: bool) -> None:
         config.load_dotenv(app.ws.root)
         cfg = config.load(app.ws.root)
     except (trust.TrustError, config_types.ConfigError) as e:
-        app.notify(str(e), title="Folder trust", severity="error", timeout=12)
+        app.notify(literal(e), title="Folder trust", severity="error", timeout=12)
         return
     app.ws.reconfigure(cfg)
     app.ws.start_mcp(emit=app._sink, on_state=app._mcp_state)
     app.refresh_tools()
-    app.notify(f"Trusted {one_line(q.root)}: its tools are being listed.", title="Folder trust")
+    app.notify(say("Trusted {}: its tools are being listed.", one_line(q.root)),
+               title="Folder trust")
