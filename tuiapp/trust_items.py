@@ -17,7 +17,6 @@ from typing import Any
 
 MCP_JSON = "mcp.json"
 KEP_TOML = "kep.toml"
-_LABEL_MAX = 120
 
 
 def _key(obj: Any) -> str:
@@ -28,10 +27,10 @@ def _key(obj: Any) -> str:
 
 
 def one_line(text: str) -> str:
-    """A label from file text: one line, printable, bounded (it is shown on screen)."""
-    flat = "".join(c if c.isprintable() else " " for c in str(text))
-    flat = " ".join(flat.split())
-    return flat if len(flat) <= _LABEL_MAX else flat[: _LABEL_MAX - 1] + "…"
+    """A label from file text: one line, whole. Never cut: a rule's end (`|.*`) is what it
+    allows. Control and invisible characters are kept as they are here and made visible
+    where the label is shown (core.display)."""
+    return " ".join(str(text).splitlines())
 
 
 def read_project_files(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -16,7 +16,7 @@ from tui_helpers import ScriptedProvider, app_for, make_project, send, until, wa
 
 from tuiapp.core.messages import ToolCall
 from tuiapp.providers.base import StreamEnd
-from tuiapp.ui.literal import escaped, highlighted, literal
+from tuiapp.ui.literal import highlighted, literal, say
 from tuiapp.ui.widgets.tool_panes import ToolPanes
 
 HOSTILE = ["[@click=app.quit]x", "[/]", "[b]bold", "a\\[b]c", "[link='http://e']y"]
@@ -64,7 +64,8 @@ async def test_notifications_show_hostile_text_literally(tmp_path: Path) -> None
         await until(pilot, app.tools_ready.is_set, what="tools")
         for text in HOSTILE:
             # As a tool's or server's error reaches the user (actions.py, live_reload.py).
-            app.notify(f"MCP server {text} failed: {text}", title=text, severity="error")
+            app.notify(say("MCP server {} failed: {}", text, text), title=literal(text),
+                       severity="error")
         await pilot.pause(0.3)
         toasts = list(app.screen.query(Toast))
         assert len(toasts) == len(HOSTILE)
@@ -82,7 +83,7 @@ async def test_notifications_show_hostile_text_literally(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("text", [*HOSTILE, "C:\\dir\\[x]", "\\", "x["])
 def test_palette_text_is_shown_as_written(text: str) -> None:
-    assert Content.from_markup(escaped(text) or "").plain == text
+    assert Content.from_markup(literal(text)).plain == text  # (Content passes unparsed)
     assert literal(text).plain == text
     lit = highlighted(Matcher("b"), text)
     assert lit.plain == text
@@ -91,4 +92,4 @@ def test_palette_text_is_shown_as_written(text: str) -> None:
 
 def test_palette_text_is_sanitised_too() -> None:
     assert highlighted(Matcher("x"), "x\x1b]2;t\x07").plain == "x␛]2;t␇"
-    assert escaped("[b]\x1b") == "\\[b]␛"
+    assert literal("[b]\x1b").plain == "[b]␛"

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from tuiapp.ui.app import KepApp
 
 _ASKED: WeakKeyDictionary[object, tuple[str, ...]] = WeakKeyDictionary()
-SHOWN_ITEMS = 8  # rules and servers listed by name; the rest are counted
 # Keys and clicks on Trust this soon after the screen appears were meant for something else.
 SETTLE_SECONDS = 0.5
 
@@ -57,10 +56,8 @@ def describe(q: trust.Question) -> str:
 
 
 def _bullets(items: tuple[str, ...] | list[str]) -> list[str]:
-    out = [f"  • {one_line(i)}" for i in items[:SHOWN_ITEMS]]
-    if len(items) > SHOWN_ITEMS:
-        out.append(f"  … and {len(items) - SHOWN_ITEMS} more")
-    return out
+    """Every item, whole (the text scrolls): a rule cut short could hide what it allows."""
+    return [f"  • {one_line(i)}" for i in items]
 
 
 class TrustScreen(ModalScreen[bool]):
@@ -92,7 +89,7 @@ class TrustScreen(ModalScreen[bool]):
         with Vertical() as box:
             box.border_title = ("Trust this folder again?" if self.question.gained
                                 else "Trust this folder?")
-            yield Static(Content(describe(self.question)), id="trust-text")
+            yield Static(literal(describe(self.question)), id="trust-text")
             with Horizontal():
                 yield Button(Content("Not now (Esc)"), id="not-now", compact=True)
                 yield Button(Content("Trust this folder"), id="trust", compact=True,
