@@ -93,3 +93,16 @@ def test_palette_text_is_shown_as_written(text: str) -> None:
 def test_palette_text_is_sanitised_too() -> None:
     assert highlighted(Matcher("x"), "x\x1b]2;t\x07").plain == "x␛]2;t␇"
     assert literal("[b]\x1b").plain == "[b]␛"
+
+
+async def test_textuals_own_notices_are_drawn_not_shown_as_markup(tmp_path: Path) -> None:
+    """kep's own words (and Textual's, e.g. the ctrl+c hint) may use markup: drawn, never
+    shown as `[b]ctrl+q[/b]`; foreign text in them stays literal."""
+    app = app_for(make_project(tmp_path / "proj"))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await until(pilot, app.tools_ready.is_set, what="tools")
+        app.action_help_quit()
+        await pilot.pause(0.3)
+        shown = [toast.render() for toast in app.screen.query(Toast)]
+        assert any("Press ctrl+q to quit the app" in c.plain for c in shown), shown
+        assert not any("[b]" in c.plain for c in shown)
