@@ -22,11 +22,11 @@ from textual.widgets import Select
 from textual.widgets._toast import Toast
 from tui_helpers import ScriptedProvider, app_for, send, until, wait_approval
 
-from tuiapp.core.events import TextDelta
-from tuiapp.core.messages import ToolCall
 from tuiapp.providers.base import StreamEnd
 from tuiapp.ui.app import KepApp
 from tuiapp.ui.screens.trust import TrustScreen
+from tuiapp.vocab.events import TextDelta
+from tuiapp.vocab.messages import ToolCall
 
 FORM = "canary_canary_form"
 

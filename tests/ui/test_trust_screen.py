@@ -14,7 +14,7 @@ from textual.pilot import Pilot
 from textual.widgets import Button, Static
 from tui_helpers import SIZE, app_for, send, until, wait_idle
 
-from tuiapp import trust
+from tuiapp.security import trust
 from tuiapp.ui.live_reload import running_reloader
 from tuiapp.ui.screens import trust as trust_screen
 from tuiapp.ui.screens.trust import TrustScreen

@@ -22,7 +22,7 @@ from formats_util import (
     run_call,
 )
 
-from tuiapp import config
+from tuiapp.settings import config
 from tuiapp.tools.formats import argc_tags
 from tuiapp.tools.formats.llm_functions import LlmFunctionsFormat
 

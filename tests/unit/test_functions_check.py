@@ -163,7 +163,7 @@ def test_a_deny_rule_skips_the_probes_that_call_a_function(project: Path,
                                                            tmp_path: Path) -> None:
     import tomllib
 
-    from tuiapp import config
+    from tuiapp.settings import config
 
     marker = tmp_path / "called"
     put(project, tool_text(run=f"touch {marker}; cat >/dev/null; echo fine"))

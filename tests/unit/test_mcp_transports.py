@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tuiapp.config_types import Config, McpServerConfig
-from tuiapp.core.messages import ToolCall
 from tuiapp.mcp.client import McpFormat, McpManager
 from tuiapp.mcp.results import RESOURCE_CAP
 from tuiapp.mcp.servers import expand_headers, read_mcp_json
-from tuiapp.tools.model import BrokenTool, ToolSpec
+from tuiapp.settings.config_types import Config, McpServerConfig
 from tuiapp.tools.runner import Runner
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 FAKE = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_http_server.py")
 

@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tuiapp.commands.functions import show_source
+from tuiapp.commands._common import show_source
 from tuiapp.tools.check import Finding, check_entries, counts, exit_status
-from tuiapp.tools.model import BrokenTool, ToolSpec
 from tuiapp.tools.registry import Registry
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 
 def run_check(registry: Registry, entries: Sequence[ToolSpec | BrokenTool], *,

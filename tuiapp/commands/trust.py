@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tuiapp import trust
 from tuiapp.commands._common import fail, project_root
-from tuiapp.core.display import printable_line
-from tuiapp.trust_items import inventory
+from tuiapp.project.inventory import inventory
+from tuiapp.security import trust
+from tuiapp.security.display import printable_line
 
 
 def main(args: argparse.Namespace) -> int:

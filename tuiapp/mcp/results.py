@@ -17,8 +17,8 @@ from typing import Any
 
 import mcp.types as types
 
-from tuiapp.core.messages import ToolImage, human_size
-from tuiapp.core.tool_images import ImageBudget, estimated_size
+from tuiapp.tools.images import ImageBudget, estimated_size
+from tuiapp.vocab.messages import ToolImage, human_size
 
 RESOURCE_CAP = 16 * 1024  # characters of one embedded text resource
 STRUCTURED_CAP = 16 * 1024  # characters of structured content shown as JSON
@@ -39,7 +39,7 @@ def result_parts(result: types.CallToolResult) -> tuple[str, tuple[ToolImage, ..
             if taken:
                 parts.append(taken)
         else:
-            parts.append(_block_text(block))
+            parts.append(block_text(block))
     if note := budget.overflow_note():
         parts.append(note)
     has_text = any(isinstance(b, types.TextContent) for b in result.content)
@@ -66,7 +66,7 @@ def _no_base64(value: Any) -> Any:
     return value
 
 
-def _block_text(block: Any) -> str:
+def block_text(block: Any) -> str:
     if isinstance(block, types.TextContent):
         return block.text
     if isinstance(block, types.AudioContent):

@@ -31,12 +31,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from tuiapp import paths
-from tuiapp.config_types import ApprovalConfig
-from tuiapp.core import policy
-from tuiapp.core.messages import ToolCall
+from tuiapp.security import policy
+from tuiapp.settings import paths
+from tuiapp.settings.config_types import ApprovalConfig
 from tuiapp.tools.formats.base import FormatContext, ProcResult, ToolLoadError
-from tuiapp.tools.model import BrokenTool, ToolSpec
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")

@@ -17,7 +17,7 @@ from typing import LiteralString
 from textual.content import Content
 from textual.fuzzy import Matcher
 
-from tuiapp.core.display import Foreign, foreign
+from tuiapp.security.display import Foreign, foreign
 
 
 def literal(text: object, *, line: bool = False, limit: int | None = None) -> Content:

@@ -15,17 +15,17 @@ from weakref import WeakKeyDictionary
 
 from textual.app import App
 
-from tuiapp import config_writer
-from tuiapp.config_types import Config, ConfigError
-from tuiapp.core.events import RegistryChanged
+from tuiapp.project.reloader import Reloader, describe
 from tuiapp.providers import ModelError, resolve_model
-from tuiapp.tools.reloader import Reloader, describe
+from tuiapp.settings import config_writer
+from tuiapp.settings.config_types import Config, ConfigError
 from tuiapp.ui.chat import LazyProvider
 from tuiapp.ui.literal import literal, say
 from tuiapp.ui.themes import register_themes
+from tuiapp.vocab.events import RegistryChanged
 
 if TYPE_CHECKING:
-    from tuiapp.ui.app import KepApp
+    from tuiapp.ui.app_api import KepApp
 
 _RUNNING: WeakKeyDictionary[App[object], Reloader] = WeakKeyDictionary()
 

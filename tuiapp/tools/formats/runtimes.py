@@ -22,7 +22,7 @@ CHILD_JS = HERE / "_child_js.mjs"
 def environ(ctx: FormatContext) -> dict[str, str]:
     """The environment a tool would start with (kep's, plus the context's additions), without
     the secrets a tool never gets (secrets.child_env)."""
-    from tuiapp.core import secrets
+    from tuiapp.security import secrets
 
     return secrets.child_env(ctx.config, {**os.environ, **ctx.env})
 

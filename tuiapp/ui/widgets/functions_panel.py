@@ -26,10 +26,10 @@ from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tuiapp import paths
-from tuiapp.core.display import printable, printable_line
+from tuiapp.security.display import printable, printable_line
+from tuiapp.settings import paths
 from tuiapp.tools.check import Finding, broken_hint, counts
-from tuiapp.tools.model import BrokenTool, ToolSpec
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 Entry = ToolSpec | BrokenTool
 # MCP server name → (state, detail): ("starting", ""), ("ready", "3 tools"),

@@ -29,15 +29,15 @@ from textual.widget import Widget
 from textual.widgets import Button, Checkbox, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tuiapp.config_types import ApprovalConfig
+from tuiapp.settings.config_types import ApprovalConfig
 from tuiapp.tools.check import broken_hint
 from tuiapp.tools.direct import DirectRun, run_direct
-from tuiapp.tools.model import BrokenTool, ToolSpec
 from tuiapp.tools.runner import Runner
 from tuiapp.ui.literal import literal, say
 from tuiapp.ui.widgets.functions_panel import short_source
 from tuiapp.ui.widgets.run_log import RunLog, printable
 from tuiapp.ui.widgets.schema_form import SchemaForm
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 Entry = ToolSpec | BrokenTool
 KEYS = ("F5 run · F2 cancel · F4 edit · F6 run on save · F7 send to chat · F8 diff · "
