@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Static, TextArea
 
-from tuiapp.ui.literal import say
+from tuiapp.ui.literal import literal, say
 
 MAX_EDIT_BYTES = 2 * 1024 * 1024  # a tool source bigger than this is not a text to edit here
 LANGS = {".py": "python", ".sh": "bash", ".js": "javascript", ".ts": "javascript",
@@ -94,12 +94,12 @@ class ToolEditor(ModalScreen[bool]):
             self.error = f"cannot read {path}: {e.strerror}"
 
     def compose(self) -> ComposeResult:
-        yield Static(f"Editing {self.path}", id="editor-title", markup=False)
+        yield Static(say("Editing {}", self.path), id="editor-title")
         area = TextArea.code_editor(self.text, language=language_of(self.path, self.text),
                                     id="editor-text", read_only=self.error is not None)
         yield area
-        yield Static(self.error or "ctrl+s save · escape close", id="editor-status",
-                     markup=False)
+        yield Static(literal(self.error) if self.error else "ctrl+s save · escape close",
+                     id="editor-status", markup=False)
 
     def on_mount(self) -> None:
         self.query_one(TextArea).focus()
