@@ -22,6 +22,7 @@ from textual.widgets import Select
 from textual.widgets._toast import Toast
 from tui_helpers import ScriptedProvider, app_for, send, until, wait_approval
 
+from tuiapp.conversation.store import Store
 from tuiapp.providers.base import StreamEnd
 from tuiapp.ui.app import KepApp
 from tuiapp.ui.screens.trust import TrustScreen
@@ -35,6 +36,20 @@ def _strips(app: KepApp) -> str:
     return "\n".join(s.text for s in app.screen._compositor.render_strips())
 
 
+def _clickable_payloads(app: KepApp) -> list[str]:
+    """Actions a click on the screen would run that came from a payload (a markup action
+    parsed from foreign text leaves an @click in the segments' style meta)."""
+    found = []
+    for strip in app.screen._compositor.render_strips():
+        for segment in strip:
+            meta = segment.style.meta if segment.style is not None else {}
+            action = str(meta.get("@click", ""))
+            if any(word in action for word in ("victim", "FAKE-NOTICE", "simulate_key")) \
+                    or (action == "app.quit" and segment.text.strip() == "Q"):
+                found.append(action)  # (kep's own footer has "ctrl+q quit": not a payload)
+    return found
+
+
 def _inert(app: KepApp, where: str, cwd: Path) -> str:
     """Nothing acted: the screen at `where` holds nothing a terminal would act on, kep runs,
     no file was written by an action, no notice was faked. Returns the screen's text."""
@@ -43,6 +58,7 @@ def _inert(app: KepApp, where: str, cwd: Path) -> str:
     for raw in canary.RAW:
         assert raw not in screen, f"{where}: {raw!r} reached the screen"
     assert "\u2800" * 8 not in screen, f"{where}: an invisible run reached the screen"
+    assert not _clickable_payloads(app), f"{where}: a payload's action is clickable"
     for folder in (cwd, app.ws.root):
         assert not (folder / canary.VICTIM_DIR).exists(), f"{where}: the screenshot ran"
     assert not any(n.message == "FAKE-NOTICE" for n in app._notifications), where
@@ -82,7 +98,11 @@ async def test_no_payload_acts_on_any_screen(checkout: Path, tmp_path: Path) -> 
     provider = ScriptedProvider([
         [TextDelta(canary.tag("model.text")), *calls, StreamEnd("tool_use")],
         [TextDelta(canary.tag("model.after")), StreamEnd("end_turn")]])
-    app = app_for(checkout, provider=provider)
+    with Store.open() as store:
+        await _drive(app_for(checkout, provider=provider, store=store), checkout, tmp_path)
+
+
+async def _drive(app: KepApp, checkout: Path, tmp_path: Path) -> None:
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         # The trust question: every item whole, the payloads in names shown as symbols.
         await until(pilot, lambda: isinstance(app.screen, TrustScreen)
@@ -145,13 +165,19 @@ async def test_no_payload_acts_on_any_screen(checkout: Path, tmp_path: Path) -> 
         await pilot.pause(0.2)
         _inert(app, "the tool panes", tmp_path)
         app.panes.action_open_output()
-        await pilot.pause(0.5)
+        from tuiapp.ui.screens.output_viewer import OutputViewer
+
+        await until(pilot, lambda: isinstance(app.screen, OutputViewer), what="the viewer")
+        await pilot.pause(0.3)
         _inert(app, "the full output", tmp_path)
         await pilot.press("escape")
         await pilot.pause(0.1)
 
         await pilot.press("ctrl+o")
-        await pilot.pause(0.5)
+        from tuiapp.ui.screens.session_picker import SessionPicker
+
+        await until(pilot, lambda: isinstance(app.screen, SessionPicker), what="the picker")
+        await pilot.pause(0.3)
         _inert(app, "the session picker", tmp_path)
         await pilot.press("escape")
         await pilot.pause(0.1)
@@ -161,7 +187,8 @@ async def test_no_payload_acts_on_any_screen(checkout: Path, tmp_path: Path) -> 
         broken = next(p for p in (checkout / "prompts" / "functions").iterdir()
                       if p.name.startswith("broken"))
         app.push_screen(ToolEditor(broken))
-        await pilot.pause(0.5)
+        await until(pilot, lambda: isinstance(app.screen, ToolEditor), what="the editor")
+        await pilot.pause(0.3)
         _inert(app, "the tool editor", tmp_path)
         await pilot.press("escape")
         await pilot.pause(0.1)
