@@ -11,6 +11,7 @@ import pytest
 from conftest import KEP, kep_env
 
 from tuiapp.conversation import agent as agent_mod
+from tuiapp.conversation import agent_model
 from tuiapp.project import config as project_config
 from tuiapp.project.session_start import StartError, choices, parse_sets, prepare
 from tuiapp.project.workspace import Workspace
@@ -46,7 +47,7 @@ def test_index_yaml_is_read() -> None:
     assert a.shared_tools == ["shout"]  # `shout.sh` in tools.txt; comments skipped
     assert [v.name for v in a.missing({})] == ["lang"]
     assert a.env({"lang": "fr"}) == {"LLM_AGENT_VAR_LANG": "fr", "LLM_AGENT_VAR_GREETING": "hello"}
-    assert agent_mod.env_name("api-key") == "LLM_AGENT_VAR_API_KEY"
+    assert agent_model.env_name("api-key") == "LLM_AGENT_VAR_API_KEY"
 
 
 def test_broken_index_names_the_file(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from tuiapp.tools.registry import Registry
 from tuiapp.tools.runner import Runner
 from tuiapp.vocab.events import Event, ToolOutput
 from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.trust_state import TrustState
 
 KEY = "sk-proj-LEAKTEST-0123456789abcdefghijkl"
 DOT = "dotenv-secret-VALUE-98765"
@@ -119,7 +120,7 @@ def keyed(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)  # removed again after the test, whoever set it
     (project / ".env").write_text(f"DOT_SECRET={DOT}\nPASSED_TOKEN={PASSED}\n")
-    project_config.load_dotenv(project)
+    project_config.load_dotenv(project, TrustState(str(project), True))
     return project
 
 

@@ -352,3 +352,15 @@ def test_a_long_session_resends_only_its_newest_images() -> None:
     outputs = [i["output"] for i in openai_responses.to_input(history)
                if i.get("type") == "function_call_output"]
     assert [isinstance(o, list) for o in outputs] == sent
+
+
+@pytest.mark.parametrize("size", [67, 120, 300, 380])
+def test_a_tiny_images_base64_leaves_structured_content_too(size: int) -> None:
+    """Under 512 base64 characters (images under about 380 bytes) the bytes were kept."""
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 2
+    data = base64.b64encode(png[:size]).decode()
+    result = types.CallToolResult(content=[], structured_content={
+        "path": "icon.png", "content": data, "caption": "QUJDREVGR0hJSktMTU5PUA"})
+    text, _ = result_parts(result)
+    assert data not in text and "[base64 data, " in text
+    assert "QUJDREVGR0hJSktMTU5PUA" in text  # ordinary short strings stay as they are

@@ -44,8 +44,7 @@ def load_config(args: argparse.Namespace, *, headless: bool = True) -> config_ty
         print(f"kep: since you trusted {state.root} it gained {', '.join(state.gained)}; "
               "not applied until you run `kep trust` again", file=sys.stderr)
     try:
-        if state.trusted:
-            project_config.load_dotenv(root)
+        project_config.load_dotenv(root, state)  # held-back variables are among `gained`
         cfg = project_config.load(root, trust_state=state)
     except config_types.ConfigError as e:
         fail(str(e))

@@ -95,6 +95,9 @@ async def _call_in(ws: Any, name: str, words: list[str], *, as_json: bool) -> in
     spec = registry.tools.get(name)
     if spec is None:
         require_trust(cfg)  # it may be one of the project's own: say why it is not here
+        named = [b for b in registry.broken if b.name == name]
+        if named:  # listed, but kep cannot run it: say why, not "unknown"
+            fail(f"{name} is broken and cannot be called: {named[0].error}")
         close = difflib.get_close_matches(name, list(registry.tools), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else "; `kep functions` lists them"
         broken = [b for b in registry.broken if os.path.basename(b.source) == name

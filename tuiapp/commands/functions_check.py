@@ -47,6 +47,7 @@ def print_findings(findings: Sequence[Finding], root: Path) -> None:
             source = f.source
             print(_shown(show_source(f.source, root)))
         print(f"  {f.severity:<7}  {f.code}: {_shown(f.message)}")
-        print(f"           fix: {_shown(f.fix)}")
+        if f.fix:
+            print(f"           fix: {_shown(f.fix)}")
     n = counts(findings)
     print(f"\n{n['error']} error(s), {n['warning']} warning(s), {n['info']} info")

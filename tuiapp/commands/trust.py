@@ -36,7 +36,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"trusted {_show(real)}: {found.summary()}")
     # Every item that acts without asking, whole: a rule cut short could hide `|.*`.
     for label in (*(f"MCP server {s}" for s in found.servers), *found.allow_rules,
-                  *found.providers):
+                  *found.providers, *found.others, *found.runtimes):
         print(f"  • {printable_line(label)}")
     print("  (this covers every folder under it; `kep trust --forget` takes it back)")
     return 0

@@ -269,7 +269,7 @@ class ServerConnection:
                 problem = ("it must be run as an MCP task (execution.taskSupport = required), "
                            "which kep does not support yet")
             if problem:
-                items.append(BrokenTool(where, "mcp", f"{tool.name}: {problem}"))
+                items.append(BrokenTool(where, "mcp", f"{tool.name}: {problem}", name))
                 continue
             specs[name] = ToolSpec(
                 name=name, description=tool.description or tool.title or tool.name,

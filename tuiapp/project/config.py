@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tuiapp.security import secrets, trust
+from tuiapp.security import project_items, secrets, trust
 from tuiapp.settings import config as settings_config
 from tuiapp.settings import paths
 from tuiapp.settings.config_types import Config
@@ -34,11 +34,24 @@ def load(project_root: Path | None = None, user_file: Path | None = None,
     return Config(**{**cfg.__dict__, "trust": state})
 
 
-def load_dotenv(root: Path) -> None:
-    """Load <root>/.env into os.environ without overriding variables already set.
-    Raises ConfigError when the file is unreadable or not UTF-8 (nothing is loaded then)."""
+def load_dotenv(root: Path, state: TrustState | None = None) -> list[str]:
+    """Load <root>/.env into os.environ without overriding variables already set, for a
+    trusted project. A variable that changes kep's own behaviour (KEP_CONFIG_DIR,
+    LLM_MCP_SKIP_CONFIRM, a proxy, …) is loaded only when the user trusted it as it is now:
+    the names held back are returned. Raises ConfigError when the file is unreadable or not
+    UTF-8 (nothing is loaded then)."""
+    state = state or trust.check(root)
+    if not state.trusted:
+        return []
     values = settings_config.read_dotenv(root)
     secrets.note_dotenv(values)  # kept from tools and redacted from their output
+    held = []
     for k, v in values.items():
-        if v is not None and k not in os.environ:
-            os.environ[k] = v
+        if v is None or k in os.environ:
+            continue
+        if project_items.is_behaviour_variable(k) and \
+                not state.allows(project_items.env_item(k, v)[0]):
+            held.append(k)
+            continue
+        os.environ[k] = v
+    return held

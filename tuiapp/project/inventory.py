@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tuiapp.security import trust
+from tuiapp.security import project_items, trust
 from tuiapp.security.trust_items import (
     KEP_TOML,
     Inventory,
@@ -65,6 +65,9 @@ def inventory(root: Path) -> Inventory:
         providers=tuple(label for label in labels if label.startswith("provider")),
         env_file=(root / ".env").is_file(),
         settings_file=(root / KEP_TOML).is_file(),
+        others=(*(label for label in labels if label.startswith("[")),
+                *project_items.env_items(root).values(), *project_items.git_items(root).values()),
+        runtimes=tuple(project_items.runtime_items(root).values()),
     )
 
 

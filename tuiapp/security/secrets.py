@@ -25,6 +25,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -217,8 +218,14 @@ def _header_secrets(headers: Mapping[str, str]) -> list[tuple[str, str]]:
 
 def child_env(config: Config | None, base: Mapping[str, str] | None = None,
               keep: Iterable[str] = ()) -> dict[str, str]:
-    """The one place a child's environment is built (see Secrets.child_env)."""
-    return collect(config).child_env(base, keep)
+    """The one place a child's environment is built (see Secrets.child_env), with git's
+    overrides for a checkout whose git config is not trusted (security.git_guard)."""
+    env = collect(config).child_env(base, keep)
+    if config is not None:
+        from tuiapp.security import git_guard, trust
+
+        env.update(git_guard.guard_env(Path(config.project_root), trust.state_of(config)))
+    return env
 
 
 def expand_vars(env: Mapping[str, str], source: Mapping[str, str] | None = None

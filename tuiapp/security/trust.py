@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from tuiapp.security import project_items
 from tuiapp.security.trust_items import (
     MCP_JSON,
     Inventory,
@@ -145,13 +146,20 @@ def check(root: Path | str) -> TrustState:
     own = dirs.get(real)
     if own is not None:
         accepted = frozenset(k for k in _items(own) if isinstance(k, str))
-        items = items_of(*read_project_files(Path(real)))
+        items = all_items(Path(real))
         gained = tuple(label for key, label in items.items() if key not in accepted)
         return TrustState(real, True, real, accepted if gained else None, gained)
     for base in sorted(dirs, key=len, reverse=True):
         if _covers(base, real):
             return TrustState(real, True, base)
     return TrustState(real, False)
+
+
+def all_items(root: Path) -> dict[str, str]:
+    """key → label of everything the project at root brings that changes what kep runs or
+    allows: kep.toml and mcp.json entries, .env variables kep reads, interpreters and
+    programs it provides, and git config entries that name commands."""
+    return {**items_of(*read_project_files(root)), **project_items.file_items(root)}
 
 
 def _items(record: Mapping[str, Any]) -> list[Any]:
@@ -177,7 +185,7 @@ def trust(root: Path | str) -> str:
     real = _real(root)
     if real == os.path.dirname(real):
         raise TrustError(f"refusing to trust {real}: that would trust every folder")
-    items = sorted(items_of(*read_project_files(Path(real))))
+    items = sorted(all_items(Path(real)))
 
     def change(dirs: dict[str, Any]) -> None:
         dirs[real] = {"trusted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "items": items}

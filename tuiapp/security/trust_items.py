@@ -19,7 +19,7 @@ MCP_JSON = "mcp.json"
 KEP_TOML = "kep.toml"
 
 
-def _key(obj: Any) -> str:
+def item_key(obj: Any) -> str:
     text = json.dumps(obj, sort_keys=True, ensure_ascii=True, default=str)
     import hashlib  # only for projects that allow something (OpenSSL costs ~3 ms)
 
@@ -58,26 +58,35 @@ def rule_item(tool: Any, action: Any, args: Any = None) -> tuple[str | None, str
     label = f"allow rule tool ~ /{one_line(tool)}/"
     if args:
         label += f" args ~ /{one_line(args)}/"
-    return _key({"kind": "allow rule", "tool": tool, "args": args}), label
+    return item_key({"kind": "allow rule", "tool": tool, "args": args}), label
 
 
 def mcp_json_item(name: str, command: Any, args: list[Any], env: Any, url: Any
                   ) -> tuple[str, str]:
     entry = {"command": command, "args": [str(a) for a in args], "env": env, "url": url}
-    return (_key({"kind": "mcp.json server", "name": name, **entry}),
+    return (item_key({"kind": "mcp.json server", "name": name, **entry}),
             f"MCP server {one_line(name)} (mcp.json: {one_line(command or url or '')})")
 
 
 def _server_item(name: str, table: Any) -> tuple[str, str]:
     what = (table.get("command") or table.get("url") or "") if isinstance(table, dict) else ""
-    return (_key({"kind": "server", "name": name, "table": table}),
+    return (item_key({"kind": "server", "name": name, "table": table}),
             f"MCP server {one_line(name)} (kep.toml: {one_line(what)})")
 
 
 def _provider_item(name: str, table: Any) -> tuple[str, str]:
     where = table.get("base_url") if isinstance(table, dict) else None
-    return (_key({"kind": "provider", "name": name, "table": table}),
+    return (item_key({"kind": "provider", "name": name, "table": table}),
             f"provider {one_line(name)}" + (f" at {one_line(where)}" if where else ""))
+
+
+SETTING_TABLES = ("tools", "sandbox")  # every key of these changes what runs or is reachable
+
+
+def setting_item(table: str, name: str, value: Any) -> tuple[str, str]:
+    shown = json.dumps(value, ensure_ascii=False, default=str)
+    return (item_key({"kind": "setting", "table": table, "name": name, "value": value}),
+            f"[{one_line(table)}] {one_line(name)} = {one_line(shown)}")
 
 
 def table_at(data: Any, *keys: str) -> dict[str, Any]:
@@ -91,13 +100,17 @@ def items_of(toml: dict[str, Any], mcp: dict[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     approval = table_at(toml, "approval")
     if approval.get("default") == "allow":
-        out[_key({"kind": "default", "value": "allow"})] = "approval default = allow"
+        out[item_key({"kind": "default", "value": "allow"})] = "approval default = allow"
     rules = approval.get("rules")
     for raw in rules if isinstance(rules, list) else []:
         if isinstance(raw, dict):
             key, label = rule_item(raw.get("tool"), raw.get("action"), raw.get("args"))
             if key is not None:
                 out[key] = label
+    for table in SETTING_TABLES:
+        for name, value in table_at(toml, table).items():
+            key, label = setting_item(table, name, value)
+            out[key] = label
     for name, table in table_at(toml, "mcp", "servers").items():
         key, label = _server_item(name, table)
         out[key] = label
@@ -120,7 +133,7 @@ def withhold(data: dict[str, Any], accepted: frozenset[str] | None) -> dict[str,
         return data
     out = dict(data)
     approval = dict(table_at(data, "approval"))
-    if approval.get("default") == "allow" and _key({"kind": "default", "value": "allow"}) \
+    if approval.get("default") == "allow" and item_key({"kind": "default", "value": "allow"}) \
             not in accepted:
         approval.pop("default")
     rules = approval.get("rules")
@@ -133,6 +146,10 @@ def withhold(data: dict[str, Any], accepted: frozenset[str] | None) -> dict[str,
         ]
     if "approval" in data:
         out["approval"] = approval
+    for table in SETTING_TABLES:
+        if table in data:
+            out[table] = {n: v for n, v in table_at(data, table).items()
+                          if setting_item(table, n, v)[0] in accepted}
     servers = table_at(data, "mcp", "servers")
     if servers:
         kept = {n: t for n, t in servers.items() if _server_item(n, t)[0] in accepted}
@@ -158,10 +175,16 @@ class Inventory:
     providers: tuple[str, ...] = ()  # provider tables (where API keys are sent), as labels
     env_file: bool = False
     settings_file: bool = False
+    # Settings, .env variables kep reads and git commands, as labels.
+    others: tuple[str, ...] = ()
+    # Interpreters and programs the checkout provides (.venv, node_modules/.bin). An untrusted
+    # project's are never used, so alone they ask nothing; they are listed when a question is
+    # asked, recorded when trusted, and one gained since is held back and asked about.
+    runtimes: tuple[str, ...] = ()
 
     def empty(self) -> bool:
         return not (self.executables or self.packs or self.servers or self.allow_rules
-                    or self.providers or self.env_file or self.settings_file)
+                    or self.providers or self.env_file or self.settings_file or self.others)
 
     def summary(self) -> str:
         def n(count: int, word: str) -> str:
@@ -171,6 +194,8 @@ class Inventory:
                  n(len(self.servers), "MCP server"), n(len(self.allow_rules), "allow rule")]
         if self.providers:
             parts.append(n(len(self.providers), "provider table"))
+        if self.others:
+            parts.append(n(len(self.others), "other item"))
         if self.env_file:
             parts.append(".env")
         if self.settings_file:

@@ -274,7 +274,7 @@ async def check_entries(entries: Sequence[ToolSpec | BrokenTool], ctx: FormatCon
             findings += spec_findings(e, keprompt=False)
         else:
             findings.append(Finding("error", "broken", e.source, None, e.error,
-                                    broken_hint(e.error)))
+                                    broken_hint(e.error, e.format)))
     gate = asyncio.Semaphore(PARALLEL)
 
     async def one(src: str) -> list[Finding]:
@@ -289,8 +289,11 @@ async def check_entries(entries: Sequence[ToolSpec | BrokenTool], ctx: FormatCon
     return findings
 
 
-def broken_hint(error: str) -> str:
-    """A one-line fix for a registry error (the error text itself says what is wrong)."""
+def broken_hint(error: str, fmt: str = "") -> str:
+    """A one-line fix for a registry error (the error text itself says what is wrong); ""
+    for an MCP server's tool, whose fix is not in any file of the project."""
+    if fmt == "mcp":
+        return ""
     low = error.lower()
     if "not executable" in low:
         return "chmod +x the file"

@@ -35,6 +35,7 @@ class BrokenTool:
     source: str
     format: str
     error: str  # one line, says what to fix
+    name: str = ""  # the tool's name when known (an MCP tool kep cannot run), else ""
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -49,7 +49,8 @@ def describe(q: trust.Question) -> str:
         c = q.contents
         lines += [f"{root} is a folder you have not trusted yet.",
                   f"It contains {c.summary()}.", ""]
-        named = [*(f"MCP server {s}" for s in c.servers), *c.allow_rules, *c.providers]
+        named = [*(f"MCP server {s}" for s in c.servers), *c.allow_rules, *c.providers,
+                 *c.others, *c.runtimes]
         if named:
             lines += [*_bullets(named), ""]
         lines += ["Trusting it lets kep list and run its tools (listing them runs them), "
@@ -147,12 +148,16 @@ def answered(app: KepApp, q: trust.Question, yes: bool) -> None:
         return
     try:
         trust.trust(q.root)
-        project_config.load_dotenv(app.ws.root)
-        cfg = project_config.load(app.ws.root)
+        state = trust.check(app.ws.root)
+        project_config.load_dotenv(app.ws.root, state)
+        cfg = project_config.load(app.ws.root, trust_state=state)
     except (trust.TrustError, config_types.ConfigError) as e:
         app.notify(literal(e), title="Folder trust", severity="error", timeout=12)
         return
     app.ws.reconfigure(cfg)
+    problem = app.chat.apply_config(cfg)  # a provider's new base_url: from the next request
+    if problem:
+        app.notify(f"Trusted, but {problem}", title="Folder trust", severity="warning")
     app.ws.start_mcp(emit=app._sink, on_state=app._mcp_state)
     app.refresh_tools()
     app.notify(say("Trusted {}: its tools are being listed.", one_line(q.root)),

@@ -257,12 +257,14 @@ class FunctionsPanel(Widget):
         )
 
     def _broken_prompt(self, tool: BrokenTool) -> Content:
+        hint = broken_hint(tool.error, tool.format)
         return Content.assemble(
             ("  ✗ ", "$text-error"),
             (printable_line(os.path.basename(tool.source)), "bold $text-error"),
             "  ", (tool.format, "$text-accent"),
             "\n", (self._indented(printable(tool.error)), "$text-error"),
-            "\n", (self._indented("fix: " + printable(broken_hint(tool.error))), "$text-warning"),
+            *(("\n", (self._indented("fix: " + printable(hint)), "$text-warning"))
+              if hint else ()),
         )
 
     def _finding_prompt(self, f: Finding) -> Content:

@@ -160,7 +160,8 @@ class Workbench(Widget, can_focus=False):
                          short_source(e.source, self.root)))
         if isinstance(e, BrokenTool):
             status.add_class("-broken")
-            status.update(say("✗ broken: {}\nfix: {}", e.error, broken_hint(e.error)))
+            hint = broken_hint(e.error, e.format)
+            status.update(say("✗ broken: {}{}", e.error, f"\nfix: {hint}" if hint else ""))
             desc.update("")
         else:
             status.remove_class("-broken")
