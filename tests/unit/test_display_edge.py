@@ -239,3 +239,16 @@ def test_foreign_text_is_bounded_and_says_what_it_left_out() -> None:
     assert shown.endswith(f"⟨… {10_000_000 - LINE_LIMIT:,} more characters⟩")
     assert foreign(shown) is shown  # once made, not made again
     assert foreign("a\x1bb\u2800\u2800") == "a␛b⟨U+2800 ×2⟩"
+
+
+def test_the_fast_path_misses_no_invisible_character() -> None:
+    """Prose that str.isprintable() passes skips the regex: every invisible character it
+    calls printable must be looked for by name."""
+    import sys
+
+    from tuiapp.security import display
+
+    missed = [f"U+{c:04X}" for c in range(sys.maxunicode + 1)
+              if display._INVISIBLE.match(chr(c)) and chr(c).isprintable()
+              and chr(c) not in display._PRINTABLE_INVISIBLE]
+    assert missed == []
