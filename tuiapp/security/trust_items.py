@@ -29,7 +29,7 @@ def item_key(obj: Any) -> str:
 def one_line(text: str) -> str:
     """A label from file text: one line, whole. Never cut: a rule's end (`|.*`) is what it
     allows. Control and invisible characters are kept as they are here and made visible
-    where the label is shown (core.display)."""
+    where the label is shown (security.display)."""
     return " ".join(str(text).splitlines())
 
 

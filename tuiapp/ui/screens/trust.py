@@ -157,7 +157,7 @@ def answered(app: KepApp, q: trust.Question, yes: bool) -> None:
     app.ws.reconfigure(cfg)
     problem = app.chat.apply_config(cfg)  # a provider's new base_url: from the next request
     if problem:
-        app.notify(f"Trusted, but {problem}", title="Folder trust", severity="warning")
+        app.notify(say("Trusted, but {}", problem), title="Folder trust", severity="warning")
     app.ws.start_mcp(emit=app._sink, on_state=app._mcp_state)
     app.refresh_tools()
     app.notify(say("Trusted {}: its tools are being listed.", one_line(q.root)),
