@@ -13,6 +13,7 @@ from textual.pilot import Pilot
 from tui_helpers import ScriptedProvider, app_for, send, until, wait_idle
 
 from tuiapp.providers.base import StreamEnd
+from tuiapp.ui.literal import say
 from tuiapp.ui.widgets.tool_panes import ToolPanes
 from tuiapp.vocab.events import TextDelta
 from tuiapp.vocab.messages import Message, ToolCall
@@ -93,7 +94,7 @@ async def test_a_resumed_session_and_notifications_are_cleaned(tmp_path: Path) -
     app = app_for(_project(tmp_path / "proj"), history=history)
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, app.tools_ready.is_set, what="tools")
-        app.notify(f"tool said {OSC52}", title=f"from {OSC2}")
+        app.notify(say("tool said {}", OSC52), title=say("from {}", OSC2))
         await pilot.pause(0.2)
         screen = _screen(pilot)
         _assert_safe(screen)

@@ -15,7 +15,7 @@ from textual.widgets._toast import Toast
 from tui_helpers import ScriptedProvider, app_for, make_project, send, until, wait_idle
 
 from tuiapp.providers.base import StreamEnd
-from tuiapp.ui.literal import escaped, highlighted, literal
+from tuiapp.ui.literal import highlighted, literal, say
 from tuiapp.ui.widgets.tool_panes import ToolPanes
 from tuiapp.vocab.messages import ToolCall
 
@@ -64,7 +64,8 @@ async def test_notifications_show_hostile_text_literally(tmp_path: Path) -> None
         await until(pilot, app.tools_ready.is_set, what="tools")
         for text in HOSTILE:
             # As a tool's or server's error reaches the user (actions.py, live_reload.py).
-            app.notify(f"MCP server {text} failed: {text}", title=text, severity="error")
+            app.notify(say("MCP server {} failed: {}", text, text), title=literal(text),
+                       severity="error")
         await pilot.pause(0.3)
         toasts = list(app.screen.query(Toast))
         assert len(toasts) == len(HOSTILE)
@@ -82,7 +83,7 @@ async def test_notifications_show_hostile_text_literally(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("text", [*HOSTILE, "C:\\dir\\[x]", "\\", "x["])
 def test_palette_text_is_shown_as_written(text: str) -> None:
-    assert Content.from_markup(escaped(text) or "").plain == text
+    assert Content.from_markup(literal(text)).plain == text  # (Content passes unparsed)
     assert literal(text).plain == text
     lit = highlighted(Matcher("b"), text)
     assert lit.plain == text
@@ -91,4 +92,17 @@ def test_palette_text_is_shown_as_written(text: str) -> None:
 
 def test_palette_text_is_sanitised_too() -> None:
     assert highlighted(Matcher("x"), "x\x1b]2;t\x07").plain == "x␛]2;t␇"
-    assert escaped("[b]\x1b") == "\\[b]␛"
+    assert literal("[b]\x1b").plain == "[b]␛"
+
+
+async def test_textuals_own_notices_are_drawn_not_shown_as_markup(tmp_path: Path) -> None:
+    """kep's own words (and Textual's, e.g. the ctrl+c hint) may use markup: drawn, never
+    shown as `[b]ctrl+q[/b]`; foreign text in them stays literal."""
+    app = app_for(make_project(tmp_path / "proj"))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await until(pilot, app.tools_ready.is_set, what="tools")
+        app.action_help_quit()
+        await pilot.pause(0.3)
+        shown = [toast.render() for toast in app.screen.query(Toast)]
+        assert any("Press ctrl+q to quit the app" in c.plain for c in shown), shown
+        assert not any("[b]" in c.plain for c in shown)

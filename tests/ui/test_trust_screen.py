@@ -145,8 +145,10 @@ async def test_the_screen_fits_80x24_with_500_rules(checkout: Path) -> None:
         await wait_screen(pilot)
         await pilot.pause(0.1)
         text = screen_text(app)
-        # 500 rules, the server and the .env variable named KEP_…: eight shown
-        assert "500 allow rules" in text and "… and 494 more" in text and "\x1b" not in text
+        # 500 rules, the server and the .env variable named KEP_…: every one shown, whole
+        assert "500 allow rules" in text and "\x1b" not in text
+        listed = app.screen.query_one("#trust-text", Static).render()
+        assert all(f"allow rule tool ~ /t{i}␛[2J/" in str(listed) for i in range(500))
         for button in app.screen.query(Button):
             region = button.region
             assert region.width > 0 and region.bottom <= 24 and region.right <= 80
@@ -206,6 +208,18 @@ async def test_after_not_now_the_palette_asks_again(checkout: Path,
         await until(pilot, lambda: "sneaky" in app.ws.registry.tools, what="project tools")
         assert "Trust this folder" not in [c.title
                                            for c in app.get_system_commands(app.screen)]
+
+
+async def test_a_long_rule_is_shown_whole(checkout: Path) -> None:
+    """Past 120 characters the screen cut a rule, hiding a trailing `|.*` that allows every
+    tool. Every rule is shown whole."""
+    rule = "^(" + "|".join(f"safe_tool_{i}" for i in range(20)) + ")$|.*"
+    (checkout / "kep.toml").write_text(f'[[approval.rules]]\ntool = "{rule}"\n'
+                                       'action = "allow"\n')
+    app = app_for(checkout)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_screen(pilot)
+        assert f"allow rule tool ~ /{rule}/" in screen_text(app)
 
 
 async def test_a_provider_url_trusted_again_is_used_from_the_next_request(checkout: Path

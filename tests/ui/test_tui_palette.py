@@ -111,11 +111,8 @@ async def test_mcp_servers_start_with_the_app_and_show_in_the_functions_panel(
                     what="the server state in the functions panel")
         assert any("echo" in getattr(e, "name", "") for e in app.functions.entries)
         # the palette offers a restart of the server, and it comes back ready
-        from tuiapp.ui.commands import kep_commands
-
-        restart = next(c for c in kep_commands(app) if c.title == "MCP: restart fake")
         before = app.ws.mcp.states()["fake"]
-        restart.callback()
+        await palette(pilot, "restart fake")
         await until(pilot, lambda: (app.ws.mcp.states()["fake"] is not before
                                     and app.ws.mcp.states()["fake"].status == "ready"),
                     timeout=30, what="the restarted server")

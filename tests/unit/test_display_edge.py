@@ -207,3 +207,48 @@ def test_sessions_export_json_keeps_the_data_exactly(
     assert_safe(out)
     doc = json.loads(out)
     assert doc["messages"][1]["content"] == f"Sure {OSC52} {CSI_C1}"
+
+
+# ---- invisible runs and the bound -------------------------------------------------------
+
+INVISIBLE = ["\u2800", "\u200b", "\u2060", "\ufeff", "\u3164", "\u115f", "\uffa0",
+             "\U000e0041", "\u00ad", "\u180e"]
+
+
+@pytest.mark.parametrize("char", INVISIBLE, ids=lambda c: f"U+{ord(c):04X}")
+def test_an_invisible_run_is_one_marker_with_its_count(char: str) -> None:
+    """3,000 braille blanks pushed `; touch PWNED` off the approval panel, unmarked."""
+    code = f"U+{ord(char):04X}"
+    assert printable(f"ls{char * 3000}; touch PWNED") == f"ls⟨{code} ×3000⟩; touch PWNED"
+    assert printable_line(f"r{char}m") == f"r⟨{code}⟩m"  # one hides inside a name
+
+
+def test_lone_joiners_are_kept_long_space_runs_marked_where_it_runs() -> None:
+    assert printable("می\u200cخواهم") == "می\u200cخواهم"  # Persian's non-joiner
+    assert printable("a\u200d\u200db") == "a⟨U+200D ×2⟩b"
+    assert printable_line("rm" + " " * 500 + "-rf /") == "rm⟨U+0020 ×500⟩-rf /"
+    assert printable("code" + " " * 500) == "code" + " " * 500  # prose keeps its spaces
+
+
+def test_foreign_text_is_bounded_and_says_what_it_left_out() -> None:
+    from tuiapp.security.display import LINE_LIMIT, Foreign, foreign
+
+    big = "x" * 10_000_000
+    shown = foreign(big, line=True)
+    assert isinstance(shown, Foreign) and len(shown) < LINE_LIMIT + 40
+    assert shown.endswith(f"⟨… {10_000_000 - LINE_LIMIT:,} more characters⟩")
+    assert foreign(shown) is shown  # once made, not made again
+    assert foreign("a\x1bb\u2800\u2800") == "a␛b⟨U+2800 ×2⟩"
+
+
+def test_the_fast_path_misses_no_invisible_character() -> None:
+    """Prose that str.isprintable() passes skips the regex: every invisible character it
+    calls printable must be looked for by name."""
+    import sys
+
+    from tuiapp.security import display
+
+    missed = [f"U+{c:04X}" for c in range(sys.maxunicode + 1)
+              if display._INVISIBLE.match(chr(c)) and chr(c).isprintable()
+              and chr(c) not in display._PRINTABLE_INVISIBLE]
+    assert missed == []

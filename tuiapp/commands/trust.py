@@ -12,6 +12,7 @@ from pathlib import Path
 from tuiapp.commands._common import fail, project_root
 from tuiapp.project.inventory import inventory
 from tuiapp.security import trust
+from tuiapp.security.display import printable_line
 
 
 def main(args: argparse.Namespace) -> int:
@@ -31,7 +32,12 @@ def main(args: argparse.Namespace) -> int:
         real = trust.trust(target)
     except trust.TrustError as e:
         fail(str(e), 1)
-    print(f"trusted {_show(real)}: {inventory(Path(real)).summary()}")
+    found = inventory(Path(real))
+    print(f"trusted {_show(real)}: {found.summary()}")
+    # Every item that acts without asking, whole: a rule cut short could hide `|.*`.
+    for label in (*(f"MCP server {s}" for s in found.servers), *found.allow_rules,
+                  *found.providers, *found.others, *found.runtimes):
+        print(f"  • {printable_line(label)}")
     print("  (this covers every folder under it; `kep trust --forget` takes it back)")
     return 0
 
@@ -52,5 +58,5 @@ def _list() -> int:
 
 
 def _show(text: str) -> str:
-    """A path as the terminal should see it: control characters quoted, never interpreted."""
-    return text if text.isprintable() else repr(text)
+    """A path as the terminal should see it: control characters shown, never interpreted."""
+    return printable_line(text)

@@ -18,7 +18,6 @@ from tuiapp.security import project_files
 
 MCP_JSON = "mcp.json"
 KEP_TOML = "kep.toml"
-_LABEL_MAX = 120
 
 
 def item_key(obj: Any) -> str:
@@ -29,10 +28,10 @@ def item_key(obj: Any) -> str:
 
 
 def one_line(text: str) -> str:
-    """A label from file text: one line, printable, bounded (it is shown on screen)."""
-    flat = "".join(c if c.isprintable() else " " for c in str(text))
-    flat = " ".join(flat.split())
-    return flat if len(flat) <= _LABEL_MAX else flat[: _LABEL_MAX - 1] + "…"
+    """A label from file text: one line, whole. Never cut: a rule's end (`|.*`) is what it
+    allows. Control and invisible characters are kept as they are here and made visible
+    where the label is shown (security.display)."""
+    return " ".join(str(text).splitlines())
 
 
 def read_project_files(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:

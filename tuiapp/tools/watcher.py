@@ -191,7 +191,15 @@ class _Notifier:
             with notify:
                 self._post(self.started, None)
                 while not self._stop.is_set():
-                    raw = notify.watch(self.debounce_ms, self.step_ms, 0, self._stop)
+                    try:
+                        raw = notify.watch(self.debounce_ms, self.step_ms, 0, self._stop)
+                    except RuntimeError as e:
+                        # A changed file whose name is not UTF-8 (watchfiles cannot name
+                        # it, WatchfilesRustInternalError): that batch is lost, the watch
+                        # goes on. Anything else ends it, as before.
+                        if "decode path" not in str(e):
+                            raise
+                        continue
                     if isinstance(raw, set):
                         kept = {(c, p) for c, p in raw if not ignored(p, self.paths)}
                         if kept:

@@ -17,6 +17,7 @@ from tuiapp.providers import ModelError, resolve_model
 from tuiapp.security import trust
 from tuiapp.settings import config_types, config_writer, paths
 from tuiapp.ui import commands
+from tuiapp.ui.literal import literal, say
 from tuiapp.ui.themes import save_theme_choice
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
@@ -86,7 +87,7 @@ class SessionActions(App[int]):
 
     def _refuse_while_busy(self, what: str) -> bool:
         if self.busy:
-            self.notify(f"Cannot {what} while kep is answering: Esc interrupts it first.",
+            self.notify(say("Cannot {} while kep is answering: Esc interrupts it first.", what),
                         severity="warning")
         return self.busy
 
@@ -197,16 +198,17 @@ class SessionActions(App[int]):
         try:
             acquire(self.store, session_id)  # one live writer per session
         except SessionBusy as e:
-            self.notify(f"{e} (kep --session {session_id} --fork)", severity="error", timeout=10)
+            self.notify(say("{} (kep --session {} --fork)", e, session_id), severity="error",
+                        timeout=10)
             return
         except StoreError as e:
-            self.notify(str(e), severity="error", timeout=10)
+            self.notify(literal(e), severity="error", timeout=10)
             return
         previous = self.chat.session_id
         await self._switch_chat(session_id, self.store.load_messages(session_id))
         if previous and previous != session_id:
             release(self.store, previous)
-        self.notify(f"Resumed session {session_id}.")
+        self.notify(say("Resumed session {}.", session_id))
 
     def action_export_session(self) -> None:
         sid = self.chat.session_id
@@ -221,9 +223,9 @@ class SessionActions(App[int]):
         try:
             target.write_text(to_markdown(Record.load(self.store, sid)), encoding="utf-8")
         except OSError as e:
-            self.notify(f"Export failed: {target}: {e.strerror}", severity="error")
+            self.notify(say("Export failed: {}: {}", target, e.strerror), severity="error")
             return
-        self.notify(f"Exported to {target}", title="Session exported", timeout=10)
+        self.notify(say("Exported to {}", target), title="Session exported", timeout=10)
 
     # ---- model and theme ----------------------------------------------------------------
 
@@ -243,11 +245,11 @@ class SessionActions(App[int]):
             resolve_model(self.ws.config, name)
             self.chat.switch_model(name)
         except ModelError as e:
-            self.notify(str(e), title="Cannot use that model", severity="error", timeout=10)
+            self.notify(literal(e), title="Cannot use that model", severity="error", timeout=10)
             return
         footer = self.query_one(StatusFooter)
         footer.model, footer.context = name, None  # another window: known at the next reply
-        self.notify(f"Model: {name} (from the next message on)")
+        self.notify(say("Model: {} (from the next message on)", name))
 
     def action_toggle_thinking(self) -> None:
         from tuiapp.ui.widgets.thinking import ThinkingBlock
@@ -270,9 +272,9 @@ class SessionActions(App[int]):
         try:
             saved = save_theme_choice(name, target)
         except (OSError, config_types.ConfigError) as e:
-            self.notify(f"Theme not saved: {e}", severity="error")
+            self.notify(say("Theme not saved: {}", e), severity="error")
             return
-        self.notify(f"Theme {name} saved to {saved}")
+        self.notify(say("Theme {} saved to {}", name, saved))
 
     # ---- rules, config, reload ----------------------------------------------------------
 
@@ -283,9 +285,9 @@ class SessionActions(App[int]):
         the whole tool by exact name), noting the date and the call it came from."""
         file = self.ws.config.project_file
         if not trust.state_of(self.ws.config).trusted:  # its kep.toml is not applied
-            self.notify(f"Not saved: {self.ws.root} is not trusted, so its kep.toml is not "
-                        "applied. The answer holds for now only.", title="Approval rule",
-                        severity="warning", timeout=10)
+            self.notify(say("Not saved: {} is not trusted, so its kep.toml is not applied. "
+                            "The answer holds for now only.", self.ws.root),
+                        title="Approval rule", severity="warning", timeout=10)
             return
         tool_regex = tool_regex or f"^{re.escape(tool)}$"
         try:
@@ -299,7 +301,7 @@ class SessionActions(App[int]):
             trust.accept_rule(self.ws.root, tool_regex, action, args)
             self.ws.reconfigure(project_config.load(self.ws.root))
         except (OSError, config_types.ConfigError) as e:
-            self.notify(f"Could not save the rule: {e}", severity="error", timeout=10)
+            self.notify(say("Could not save the rule: {}", e), severity="error", timeout=10)
             return
         what = label or tool
         verb = "always allowed" if action == "allow" else "always denied"
@@ -311,12 +313,12 @@ class SessionActions(App[int]):
             if still:
                 text = (f"{what} is now allowed, except where a deny rule matches (deny wins): "
                         + "; ".join(r.describe() for r in still) + f". Rule added to {file}")
-        self.notify(text, title="Approval rule", timeout=8, markup=False)  # (foreign names)
+        self.notify(literal(text), title="Approval rule", timeout=8)
 
     def action_show_config(self) -> None:
         read = "\n".join(str(f) for f in self.ws.config.files) or "(none yet)"
-        self.notify(f"Read:\n{read}\n\nUser config: {paths.user_config_file()}\n"
-                    f"Project config: {self.ws.config.project_file}",
+        self.notify(say("Read:\n{}\n\nUser config: {}\nProject config: {}", read,
+                        paths.user_config_file(), self.ws.config.project_file),
                     title="Config files", timeout=15)
 
     @work(group="watch", exit_on_error=False)
@@ -336,7 +338,7 @@ class SessionActions(App[int]):
             name: (s.status, s.summary() if s.status == "ready" else s.reason)
             for name, s in self.ws.mcp.states().items()})
         if state.status == "failed":
-            self.notify(f"MCP server {state.name} failed: {state.reason}", title="MCP",
+            self.notify(say("MCP server {} failed: {}", state.name, state.reason), title="MCP",
                         severity="error", timeout=10)
 
     def restart_mcp_server(self, name: str) -> None:
@@ -345,9 +347,9 @@ class SessionActions(App[int]):
         try:
             self.ws.mcp.restart(name)
         except KeyError as e:
-            self.notify(str(e), title="MCP", severity="error")
+            self.notify(literal(e), title="MCP", severity="error")
             return
-        self.notify(f"restarting MCP server {name}", title="MCP")
+        self.notify(say("restarting MCP server {}", name), title="MCP")
 
     async def stop_background(self) -> None:
         """On exit, while the loop still runs: cancel and await the workers, so tool listers

@@ -19,6 +19,7 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
@@ -32,6 +33,7 @@ from tuiapp.ui.approval_routing import ApprovalRouting
 from tuiapp.ui.bridge import ApprovalBroker, EventBridge
 from tuiapp.ui.chat_screen import ChatScreen
 from tuiapp.ui.conversation_routing import ConversationRouting
+from tuiapp.ui.literal import literal, say
 from tuiapp.ui.mode_actions import ModeActions
 from tuiapp.ui.model_options import ModelOptionActions
 from tuiapp.ui.narrow import NarrowLayout
@@ -63,6 +65,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
              OpensOutputViewer, App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "kep"
+    COMMANDS = SessionStarts.COMMANDS | {commands.McpCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "interrupt", "interrupt", show=False),
         Binding("ctrl+r", "retry", "retry", show=False),
@@ -108,13 +111,19 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
             return {}
         return super().get_css_variables()
 
-    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
-               timeout: float | None = None, markup: bool = True) -> None:
-        """Notifications carry foreign text (tool names, a server's error): the display edge
-        (core.display) for every one of them, and never read as markup (`markup` is ignored:
-        a `[@click=…]` in a tool's error must not become an action, see ui.literal)."""
-        super().notify(printable(message), title=printable_line(title), severity=severity,
-                       timeout=timeout, markup=False)
+    def notify(self, message: str | Content, *, title: str | Content = "",
+               severity: SeverityLevel = "information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        """A notification. Foreign text (a tool's name, a server's error) comes only as
+        Content built by ui.literal (`say`, `literal`): shown as it is. A str is kep's or
+        Textual's own words, and may use markup (`Press [b]ctrl+q[/b] to quit`); a test
+        fails on any notify() whose message is a str built from a variable."""
+        if isinstance(message, Content):
+            text, markup = message.plain, False
+        else:
+            text = printable(message)  # (markup: kep's constant text, Textual's own notices)
+        head = title.plain if isinstance(title, Content) else printable_line(title)
+        super().notify(text, title=head, severity=severity, timeout=timeout, markup=markup)
 
     def _sink(self, event: Event) -> None:
         self.ws.note_decided(event)  # the rules screen's "decided" counts
@@ -174,9 +183,9 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
             self.load_later_css()
             await self.show_session_history()
         for error in self.theme_errors:
-            self.notify(error, title="Theme", severity="warning", timeout=8)
+            self.notify(literal(error), title="Theme", severity="warning", timeout=8)
         for line in self.ws.config.warnings:
-            self.notify(line, title="Config", severity="warning", timeout=12)
+            self.notify(literal(line), title="Config", severity="warning", timeout=12)
         if self.resume_gc:
             self.call_after_refresh(_resume_gc)
         self.call_after_refresh(self.load_later_css)
@@ -240,7 +249,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         try:
             change = await self.ws.registry.refresh()
         except Exception as e:  # a registry bug must not take the chat down
-            self.notify(f"could not list tools: {e}", severity="error")
+            self.notify(say("could not list tools: {}", e), severity="error")
             change = None
         finally:
             if not self._finishing:
@@ -249,7 +258,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
                 self.call_after_refresh(self._finish_startup)
         self.show_tools()
         if not first and isinstance(change, RegistryChanged):
-            self.notify(f"Tools reloaded: {change.summary()}", title="Functions")
+            self.notify(say("Tools reloaded: {}", change.summary()), title="Functions")
 
     def _welcome(self) -> list[FirstRunPanel]:
         # By id: the panel's module is imported only when a first frame shows it.
@@ -260,8 +269,9 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         takes it silently (OSC 52), and some terminals ignore it."""
         super().copy_to_clipboard(text)
         lines = text.count("\n") + 1
-        self.notify(f"Copied {len(text):,} characters ({lines:,} line{'s' * (lines != 1)}) to "
-                    "the clipboard.", title="Copy", timeout=3)
+        self.notify(say("Copied {} characters ({} line{}) to the clipboard.",
+                        format(len(text), ","), format(lines, ","), "s" * (lines != 1)),
+                    title="Copy", timeout=3)
 
     def action_copy_reply(self) -> None:
         """The selected text if there is some, else the last reply, as Markdown. (ctrl+l: the
@@ -292,10 +302,10 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
             Path(path).mkdir(parents=True, exist_ok=True)
             saved = self.save_screenshot(filename, path)
         except OSError as e:
-            self.notify(f"Screenshot not saved: {path}: {e.strerror or e}", title="Screenshot",
-                        severity="error", timeout=10)
+            self.notify(say("Screenshot not saved: {}: {}", path, e.strerror or e),
+                        title="Screenshot", severity="error", timeout=10)
             return
-        self.notify(f"Saved {saved}", title="Screenshot")
+        self.notify(say("Saved {}", saved), title="Screenshot")
 
     async def action_show_welcome(self) -> None:
         if self._welcome():

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from textual.content import Content
     from textual.screen import Screen
     from textual.theme import Theme
 
@@ -34,8 +35,9 @@ class KepApp(Protocol):
     def screen(self) -> Screen[Any]: ...
 
     # Textual's App methods these modules call.
-    def notify(self, message: str, *, title: str = "", severity: Any = "information",
-               timeout: float | None = None, markup: bool = True) -> None: ...
+    def notify(self, message: str | Content, *, title: str | Content = "",
+               severity: Any = "information", timeout: float | None = None,
+               markup: bool = True) -> None: ...
     def push_screen(self, screen: Any, callback: Any = None, wait_for_dismiss: bool = False
                     ) -> Any: ...
     def query_one(self, selector: Any, expect_type: Any = None) -> Any: ...

@@ -11,7 +11,7 @@ from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
 from tuiapp.settings.config_types import Config
-from tuiapp.ui.literal import escaped, highlighted, literal
+from tuiapp.ui.literal import highlighted, literal, say
 
 if TYPE_CHECKING:
     from tuiapp.ui.app_api import KepApp
@@ -70,11 +70,34 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
 
         yield SystemCommand("Trust this folder", "Load this project's tools, MCP servers, .env "
                             "and kep.toml (asks first)", partial(ask_again, app))
-    if app.ws.mcp is not None:
-        for name, state in sorted(app.ws.mcp.states().items()):
-            if name in app.ws.config.mcp_servers or state.log_path:  # a real server
-                yield SystemCommand(f"MCP: restart {name}", f"now {state.describe()}",
-                                    partial(app.restart_mcp_server, name))
+    # MCP servers' entries carry a server's name and its stderr: McpCommands lists them
+    # (SystemCommand's title and help are read as markup).
+
+
+class McpCommands(Provider):
+    """`MCP: restart NAME` for each configured server, with its state (perhaps the last line
+    of its stderr) as the help line: both foreign, so shown literally."""
+
+    def _entries(self) -> list[tuple[str, str, partial[None]]]:
+        app = cast("KepApp", self.app)
+        if app.ws.mcp is None:
+            return []
+        return [(f"MCP: restart {name}", state.describe(),
+                 partial(app.restart_mcp_server, name))
+                for name, state in sorted(app.ws.mcp.states().items())
+                if name in app.ws.config.mcp_servers or state.log_path]  # a real server
+
+    async def discover(self) -> Hits:
+        for title, help_text, action in self._entries():
+            yield DiscoveryHit(literal(title, line=True), action, text=title,
+                               help=say("now {}", help_text))  # type: ignore[arg-type]  # Content passes
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, help_text, action in self._entries():
+            if (score := matcher.match(title)) > 0:
+                yield Hit(score, highlighted(matcher, title), action, text=title,
+                          help=say("now {}", help_text))  # type: ignore[arg-type]
 
 
 def model_candidates(cfg: Config, current: str, recent: Iterable[str]) -> dict[str, str]:
@@ -120,11 +143,11 @@ class ModelCommands(Provider):
         models = self._models()
         for name, note in models.items():
             yield DiscoveryHit(literal(name, line=True), partial(self._pick, name),
-                               text=name, help=escaped(note))
+                               text=name, help=literal(note))  # type: ignore[arg-type]
         for name, (note, pickable) in (await self._listed(models)).items():
             yield DiscoveryHit(literal(name, line=True),
                                partial(self._pick if pickable else self._unlisted, name),
-                               text=name, help=escaped(note))
+                               text=name, help=literal(note))  # type: ignore[arg-type]
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
@@ -132,11 +155,11 @@ class ModelCommands(Provider):
         for name, note in models.items():
             if (score := matcher.match(name)) > 0:
                 yield Hit(score, highlighted(matcher, name), partial(self._pick, name),
-                          text=name, help=escaped(note))
+                          text=name, help=literal(note))  # type: ignore[arg-type]
         for name, (note, pickable) in (await self._listed(models)).items():
             if pickable and (score := matcher.match(name)) > 0:
                 yield Hit(score, highlighted(matcher, name), partial(self._pick, name),
-                          text=name, help=escaped(note))
+                          text=name, help=literal(note))  # type: ignore[arg-type]
         typed = query.strip()
         if "/" in typed and typed not in models:
             yield Hit(1.0, Content.assemble("Use model ", (typed, "bold")),

@@ -12,6 +12,7 @@ from textual import work
 from textual.app import App
 from textual.worker import Worker, WorkerState
 
+from tuiapp.ui.literal import say
 from tuiapp.ui.messages import CoreEvent, ReplyText
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
@@ -74,7 +75,8 @@ class ConversationRouting(App[int]):
         try:
             await (self.chat.send(text) if text is not None else self.chat.retry())
         except Exception as e:  # a bug, not a provider error (those are events)
-            self.notify(f"internal error: {type(e).__name__}: {e}", severity="error", timeout=15)
+            self.notify(say("internal error: {}: {}", type(e).__name__, e), severity="error",
+                        timeout=15)
             self.set_state("error")
             raise
 

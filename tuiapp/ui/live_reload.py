@@ -18,6 +18,7 @@ from textual.app import App
 from tuiapp.project.reloader import Reloader, describe
 from tuiapp.settings import config_writer
 from tuiapp.settings.config_types import Config, ConfigError
+from tuiapp.ui.literal import literal, say
 from tuiapp.ui.themes import register_themes
 from tuiapp.vocab.events import RegistryChanged
 
@@ -44,7 +45,8 @@ async def run(app: KepApp) -> None:
     try:
         await reloader.run()
     except Exception as e:  # a bug: say that hot reload stopped rather than fail silently
-        app.notify(f"Hot reload stopped: {type(e).__name__}: {e}", severity="error", timeout=15)
+        app.notify(say("Hot reload stopped: {}: {}", type(e).__name__, e), severity="error",
+                   timeout=15)
         raise
     finally:
         reloader.stop()
@@ -55,24 +57,24 @@ def tools_changed(app: KepApp, diff: RegistryChanged) -> None:
     app.show_tools()
     text = describe(diff, app.ws.registry, app.ws.root)
     if diff.broken:
-        app.notify(f"tools: {text}", title="Functions", severity="warning", timeout=10)
+        app.notify(say("tools: {}", text), title="Functions", severity="warning", timeout=10)
     else:
-        app.notify(f"tools: {text}", title="Functions", timeout=4)
+        app.notify(say("tools: {}", text), title="Functions", timeout=4)
 
 
 def config_changed(app: KepApp, cfg: Config | None, error: ConfigError | None) -> None:
     if error is not None:
-        app.notify(f"{error}\nThe previous config stays in force.", title="Config not reloaded",
-                   severity="error", timeout=12)
+        app.notify(say("{}\nThe previous config stays in force.", error),
+                   title="Config not reloaded", severity="error", timeout=12)
         return
     assert cfg is not None
     problem = app.chat.apply_config(cfg)
     if cfg.theme != app.theme and cfg.theme in app.available_themes:
         app.theme = cfg.theme
     for line in cfg.warnings:
-        app.notify(line, title="Config", severity="warning", timeout=12)
+        app.notify(literal(line), title="Config", severity="warning", timeout=12)
     if problem:
-        app.notify(f"Config reloaded, but {problem}", title="Config", severity="warning",
+        app.notify(say("Config reloaded, but {}", problem), title="Config", severity="warning",
                    timeout=10)
     elif not config_writer.written_by_kep(cfg.files):
         # kep's own writes (an "always" rule, a theme) have announced themselves already.
@@ -84,5 +86,5 @@ def config_changed(app: KepApp, cfg: Config | None, error: ConfigError | None) -
 
 def themes_changed(app: KepApp) -> None:
     for error in register_themes(app):
-        app.notify(error, title="Theme", severity="warning", timeout=8)
+        app.notify(literal(error), title="Theme", severity="warning", timeout=8)
     app.mutate_reactive(App.theme)  # re-apply the current theme: its file may have changed

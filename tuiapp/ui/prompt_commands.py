@@ -18,7 +18,7 @@ from textual import work
 from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from tuiapp.ui.literal import escaped, highlighted, literal
+from tuiapp.ui.literal import highlighted, literal, say
 from tuiapp.ui.messages import CoreEvent
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.starters import Starters
@@ -70,14 +70,14 @@ class StartCommands(Provider):
     async def discover(self) -> Hits:
         for title, help_text, action in self._entries():
             yield DiscoveryHit(literal(title, line=True), action,  # type: ignore[arg-type]
-                               text=title, help=escaped(help_text))
+                               text=title, help=literal(help_text))  # type: ignore[arg-type]
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for title, help_text, action in self._entries():
             if (score := matcher.match(title)) > 0:
                 yield Hit(score, highlighted(matcher, title), action,  # type: ignore[arg-type]
-                          text=title, help=escaped(help_text))
+                          text=title, help=literal(help_text))  # type: ignore[arg-type]
 
 
 def __getattr__(name: str) -> Any:
@@ -121,7 +121,7 @@ class SessionStarts(App[int]):
         try:
             plan = prepare(self.ws, **{kind: name}, sets=dict(sets or {}))  # type: ignore[arg-type]
         except _start_errors() as e:
-            self.notify(str(e), title=f"Cannot start {kind} {name}", severity="error",
+            self.notify(literal(e), title=say("Cannot start {} {}", kind, name), severity="error",
                         timeout=15)
             return
         self.begin_plan(plan)
@@ -143,7 +143,7 @@ class SessionStarts(App[int]):
     def _form_answered(self, plan: StartPlan, fresh: bool, values: dict[str, str] | None
                        ) -> None:
         if values is None:
-            self.notify(f"{plan.label}: not started.")
+            self.notify(say("{}: not started.", plan.label))
             return
         # Unchanged defaults stay defaults (a JSON param keeps its type).
         defaults = {f.name: f.default for f in plan.fields()}
@@ -151,7 +151,7 @@ class SessionStarts(App[int]):
         try:
             plan = plan.with_values(changed)
         except _start_errors() as e:
-            self.notify(str(e), severity="error", timeout=15)
+            self.notify(literal(e), severity="error", timeout=15)
             return
         self.start_with(plan, fresh)
 
@@ -166,7 +166,7 @@ class SessionStarts(App[int]):
             await plan.ready(self.ws.runner(f"start-{uuid.uuid4().hex[:8]}"))
         except _start_errors() as e:
             self.ws.start = previous
-            self.notify(f"{e}\nNothing was sent.", title=f"Cannot start {plan.label}",
+            self.notify(say("{}\nNothing was sent.", e), title=say("Cannot start {}", plan.label),
                         severity="error", timeout=20)
             return
         if fresh or self.chat.conversation is not None:
@@ -175,9 +175,9 @@ class SessionStarts(App[int]):
         if plan.kind == "agent":
             await self.show_starters()
             for note in plan.notices:
-                self.notify(note, severity="warning", timeout=10)
+                self.notify(literal(note), severity="warning", timeout=10)
             n = len(plan.visible_tools())
-            self.notify(f"Agent {plan.name}: {n} tool{'s' * (n != 1)}.",
+            self.notify(say("Agent {}: {} tool{}.", plan.name, n, 's' * (n != 1)),
                         title="Agent started")
         else:
             self.set_state("streaming")
@@ -191,7 +191,8 @@ class SessionStarts(App[int]):
         try:
             stop = await self.chat.start(plan)
         except PromptError as e:
-            self.notify(str(e), title=f"{plan.label} stopped", severity="error", timeout=20)
+            self.notify(literal(e), title=say("{} stopped", plan.label), severity="error",
+                        timeout=20)
             self.set_state("error")
             return
         if stop in ("end_turn", "exit"):
@@ -205,7 +206,7 @@ class SessionStarts(App[int]):
         self.ws.start = None
         self.query_one(StatusFooter).label = None
         self._leave()
-        self.notify(f"Left {label}: a plain chat again.")
+        self.notify(say("Left {}: a plain chat again.", label))
 
     @work(exclusive=True, group="start")
     async def _leave(self) -> None:

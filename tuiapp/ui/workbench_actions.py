@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 
 from tuiapp.security.sandbox import spawn
+from tuiapp.ui.literal import say
 from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 # The workbench's modules load when a tool is first opened, not at kep's start.
@@ -137,7 +138,8 @@ class WorkbenchActions:
             except SuspendNotSupported:
                 command = None  # no terminal to hand over: edit in the app instead
             except OSError as e:
-                app.notify(f"could not start {command[0]}: {e.strerror or e}; editing in kep",
+                app.notify(say("could not start {}: {}; editing in kep",
+                               command[0], e.strerror or e),
                            title="Edit", severity="warning")
                 command = None
         if command is None:
@@ -165,7 +167,7 @@ class WorkbenchActions:
         try:
             await app.ws.registry.refresh([path])
         except Exception as e:  # a registry bug must not take the chat down
-            app.notify(f"could not reload: {e}", severity="error")
+            app.notify(say("could not reload: {}", e), severity="error")
         app.show_tools()
 
     # ---- new function, check ----------------------------------------------------------
@@ -181,7 +183,7 @@ class WorkbenchActions:
         if path is None:
             return
         app = self._app()
-        app.notify(f"Wrote {path}", title="New function", timeout=6)
+        app.notify(say("Wrote {}", path), title="New function", timeout=6)
         await app.ws.registry.refresh([path])
         app.show_tools()
         if not self.open_tool(path.name):
@@ -201,5 +203,5 @@ class WorkbenchActions:
         app.functions.update_findings(findings)
         app.functions.remove_class("-hidden")
         n: dict[str, Any] = counts(findings)
-        app.notify(f"{n['error']} errors, {n['warning']} warnings, {n['info']} info",
+        app.notify(say("{} errors, {} warnings, {} info", n['error'], n['warning'], n['info']),
                    title="Check", severity="error" if n["error"] else "information")

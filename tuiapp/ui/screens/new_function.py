@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from tuiapp.tools.templates import TemplateError, create
+from tuiapp.ui.literal import literal, say
 
 
 class NewFunction(ModalScreen[Path | None]):
@@ -42,10 +43,10 @@ class NewFunction(ModalScreen[Path | None]):
         try:
             made = create(self.root, event.value, "keprompt", "python")
         except TemplateError as e:
-            self.query_one("#new-error", Static).update(str(e))
+            self.query_one("#new-error", Static).update(literal(e))
             return
         except OSError as e:
-            self.query_one("#new-error", Static).update(f"cannot write: {e.strerror or e}")
+            self.query_one("#new-error", Static).update(say("cannot write: {}", e.strerror or e))
             return
         self.dismiss(made.path)
 

@@ -19,6 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from tuiapp.tools.runner import STDERR_MARK  # how a spool file marks stderr lines
+from tuiapp.ui.literal import say
 from tuiapp.ui.widgets.output_log import OutputLog, Stream
 from tuiapp.ui.widgets.tool_panes import ToolPanes
 
@@ -92,7 +93,7 @@ class OutputViewer(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:
-            box.border_title = f"Full output · {self.tool_name}"
+            box.border_title = say("Full output · {}", self.tool_name)
             yield Static("Loading…", classes="viewer--note", markup=False)
             yield OutputLog(None)
             with Horizontal():

@@ -19,6 +19,7 @@ from textual.widgets.option_list import Option
 
 from tuiapp.conversation import session_admin
 from tuiapp.conversation.store import SessionInfo, Store, UnknownSession
+from tuiapp.ui.literal import literal, say
 
 CONFIRM_SECONDS = 3.0
 
@@ -147,10 +148,10 @@ class SessionPicker(ModalScreen[Picked | None]):
         try:
             title = session_admin.rename(self.store, sid, text)
         except UnknownSession as e:
-            self.notify(str(e), title="Rename", severity="warning")
+            self.notify(literal(e), title="Rename", severity="warning")
             return
         self.sessions = [replace(s, title=title) if s.id == sid else s for s in self.sessions]
-        self.notify(f"Session {sid} is now titled: {title}", title="Rename")
+        self.notify(say("Session {} is now titled: {}", sid, title), title="Rename")
         self._end_rename()
 
     def _end_rename(self) -> None:
@@ -171,17 +172,17 @@ class SessionPicker(ModalScreen[Picked | None]):
         if self._armed != sid:  # a delete is for good: the same key again confirms it
             self._armed = sid
             self.set_timer(CONFIRM_SECONDS, self._disarm)
-            self.notify(f"Press ctrl+d again to delete session {sid} and its tool output.",
+            self.notify(say("Press ctrl+d again to delete session {} and its tool output.", sid),
                         title="Delete", timeout=CONFIRM_SECONDS)
             return
         self._armed = None
         refused = session_admin.delete(self.store, [sid])
         if refused:
-            self.notify(f"{refused[sid]}; not deleted.", title="Delete", severity="warning")
+            self.notify(say("{}; not deleted.", refused[sid]), title="Delete", severity="warning")
             return
         self.sessions = [s for s in self.sessions if s.id != sid]
         self._fill(self.query_one(Input).value)
-        self.notify(f"Deleted session {sid}.", title="Delete")
+        self.notify(say("Deleted session {}.", sid), title="Delete")
 
     def _disarm(self) -> None:
         self._armed = None

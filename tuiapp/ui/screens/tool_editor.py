@@ -19,6 +19,8 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Static, TextArea
 
+from tuiapp.ui.literal import literal, say
+
 MAX_EDIT_BYTES = 2 * 1024 * 1024  # a tool source bigger than this is not a text to edit here
 LANGS = {".py": "python", ".sh": "bash", ".js": "javascript", ".ts": "javascript",
          ".json": "json", ".toml": "toml", ".yaml": "yaml"}
@@ -91,12 +93,12 @@ class ToolEditor(ModalScreen[bool]):
             self.error = f"{path.name} {why}: open it in an editor ($EDITOR)"
 
     def compose(self) -> ComposeResult:
-        yield Static(f"Editing {self.path}", id="editor-title", markup=False)
+        yield Static(say("Editing {}", self.path), id="editor-title")
         area = TextArea.code_editor(self.text, language=language_of(self.path, self.text),
                                     id="editor-text", read_only=self.error is not None)
         yield area
-        yield Static(self.error or "ctrl+s save · escape close", id="editor-status",
-                     markup=False)
+        yield Static(literal(self.error) if self.error else "ctrl+s save · escape close",
+                     id="editor-status", markup=False)
 
     def on_mount(self) -> None:
         self.query_one(TextArea).focus()
@@ -107,10 +109,10 @@ class ToolEditor(ModalScreen[bool]):
         try:
             save_text(self.path, self.query_one(TextArea).text)
         except OSError as e:
-            self.query_one("#editor-status", Static).update(f"not saved: {e.strerror or e}")
+            self.query_one("#editor-status", Static).update(say("not saved: {}", e.strerror or e))
             return
         self.saved = True
-        self.query_one("#editor-status", Static).update(f"saved {self.path.name}")
+        self.query_one("#editor-status", Static).update(say("saved {}", self.path.name))
         self.app.post_message(ToolSaved(self.path))
 
     def action_close(self) -> None:

@@ -26,12 +26,12 @@ from tuiapp.project import inventory
 from tuiapp.security import trust
 from tuiapp.security.trust_items import one_line
 from tuiapp.settings import config_types
+from tuiapp.ui.literal import literal, say
 
 if TYPE_CHECKING:
     from tuiapp.ui.app_api import KepApp
 
 _ASKED: WeakKeyDictionary[object, tuple[str, ...]] = WeakKeyDictionary()
-SHOWN_ITEMS = 8  # rules and servers listed by name; the rest are counted
 # Keys and clicks on Trust this soon after the screen appears were meant for something else.
 SETTLE_SECONDS = 0.5
 
@@ -61,10 +61,8 @@ def describe(q: trust.Question) -> str:
 
 
 def _bullets(items: tuple[str, ...] | list[str]) -> list[str]:
-    out = [f"  • {one_line(i)}" for i in items[:SHOWN_ITEMS]]
-    if len(items) > SHOWN_ITEMS:
-        out.append(f"  … and {len(items) - SHOWN_ITEMS} more")
-    return out
+    """Every item, whole (the text scrolls): a rule cut short could hide what it allows."""
+    return [f"  • {one_line(i)}" for i in items]
 
 
 class TrustScreen(ModalScreen[bool]):
@@ -96,7 +94,7 @@ class TrustScreen(ModalScreen[bool]):
         with Vertical() as box:
             box.border_title = ("Trust this folder again?" if self.question.gained
                                 else "Trust this folder?")
-            yield Static(Content(describe(self.question)), id="trust-text")
+            yield Static(literal(describe(self.question)), id="trust-text")
             with Horizontal():
                 yield Button(Content("Not now (Esc)"), id="not-now", compact=True)
                 yield Button(Content("Trust this folder"), id="trust", compact=True,
@@ -145,7 +143,7 @@ def answered(app: KepApp, q: trust.Question, yes: bool) -> None:
     if not yes:
         what = ("the new entries stay off" if q.gained
                 else "its tools, servers, .env and kep.toml stay off")
-        app.notify(f"Not trusted: {what}. `kep trust` trusts it.", title="Folder trust",
+        app.notify(say("Not trusted: {}. `kep trust` trusts it.", what), title="Folder trust",
                    timeout=8)
         return
     try:
@@ -154,12 +152,13 @@ def answered(app: KepApp, q: trust.Question, yes: bool) -> None:
         project_config.load_dotenv(app.ws.root, state)
         cfg = project_config.load(app.ws.root, trust_state=state)
     except (trust.TrustError, config_types.ConfigError) as e:
-        app.notify(str(e), title="Folder trust", severity="error", timeout=12)
+        app.notify(literal(e), title="Folder trust", severity="error", timeout=12)
         return
     app.ws.reconfigure(cfg)
     problem = app.chat.apply_config(cfg)  # a provider's new base_url: from the next request
     if problem:
-        app.notify(f"Trusted, but {problem}", title="Folder trust", severity="warning")
+        app.notify(say("Trusted, but {}", problem), title="Folder trust", severity="warning")
     app.ws.start_mcp(emit=app._sink, on_state=app._mcp_state)
     app.refresh_tools()
-    app.notify(f"Trusted {one_line(q.root)}: its tools are being listed.", title="Folder trust")
+    app.notify(say("Trusted {}: its tools are being listed.", one_line(q.root)),
+               title="Folder trust")

@@ -193,7 +193,8 @@ class FunctionsPanel(Widget):
             parts = [f"{n[s]} {s}{'s' if n[s] != 1 and s != 'info' else ''}"
                      for s in ("error", "warning", "info") if n[s]]
             summary += " · check: " + (", ".join(parts) if parts else "clean")
-        self.query_one(".functions-panel--summary", Static).update(summary)
+        self.query_one(".functions-panel--summary", Static).update(
+            Content(summary))  # counts: kep's words
         groups: dict[str, list[Entry]] = {}
         for e in self.entries:
             if self._matches(e):

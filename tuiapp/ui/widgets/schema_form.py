@@ -16,6 +16,8 @@ from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Checkbox, Input, Label, Select
 
+from tuiapp.ui.literal import literal, say
+
 NO_VALUE = Select.NULL  # an enum left unset
 # A form of hundreds of fields takes seconds to build and nobody fills it in: past this many
 # parameters the rest go into one JSON object field ("more arguments").
@@ -68,18 +70,18 @@ class SchemaForm(Widget):
         for i, (name, schema) in enumerate(self.properties.items()):
             kind = _type(schema)
             mark = " *" if name in self.required else ""
-            label = f"{name}{mark}  ({kind}{_bounds(schema)})"
-            yield Label(label, classes="-required" if mark else "", markup=False)
+            label = say("{}{}  ({}{})", name, mark, kind, _bounds(schema))
+            yield Label(label, classes="-required" if mark else "")
             desc = str(schema.get("description", "")).strip()
             if desc:
-                yield Label(desc, classes="schema-form--help", markup=False)
+                yield Label(literal(desc), classes="schema-form--help")
             with Vertical(classes="schema-form--field"):
                 yield self._field(i, name, schema, kind)
         if self.extra:
             req = [n for n in self.extra if n in self.required]
-            yield Label(f"more arguments ({len(self.extra)} parameters: "
-                        f"{', '.join(self.extra[:5])}…) as a JSON object"
-                        + (f"; required: {', '.join(req[:5])}" if req else ""), markup=False)
+            yield Label(say("more arguments ({} parameters: {}…) as a JSON object{}",
+                            len(self.extra), ", ".join(self.extra[:5]),
+                            f"; required: {', '.join(req[:5])}" if req else ""))
             start = {k: self.initial[k] for k in self.extra if k in self.initial}
             yield Input(json.dumps(start) if start else "", id="field-extra",
                         placeholder='JSON object, e.g. {"name": "value"}')
@@ -92,12 +94,13 @@ class SchemaForm(Widget):
         value = self._value(name, schema)
         enum = schema.get("enum")
         if isinstance(enum, list) and enum:
-            options = [(v if isinstance(v, str) else json.dumps(v), j) for j, v in
-                       enumerate(enum)]
+            # A choice is foreign text (an MCP server's enum): shown, never read as markup.
+            options = [(literal(v if isinstance(v, str) else json.dumps(v), line=True), j)
+                       for j, v in enumerate(enum)]
             start = enum.index(value) if value in enum else NO_VALUE
             return Select(options, value=start, id=fid, allow_blank=True)
         if kind == "boolean":
-            return Checkbox(name, bool(value), id=fid)
+            return Checkbox(literal(name, line=True), bool(value), id=fid)
         if kind in ("integer", "number"):
             text = "" if value is None else str(value)
             return Input(text, type=kind, id=fid, placeholder=kind)

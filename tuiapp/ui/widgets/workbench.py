@@ -33,6 +33,7 @@ from tuiapp.settings.config_types import ApprovalConfig
 from tuiapp.tools.check import broken_hint
 from tuiapp.tools.direct import DirectRun, run_direct
 from tuiapp.tools.runner import Runner
+from tuiapp.ui.literal import literal, say
 from tuiapp.ui.widgets.functions_panel import short_source
 from tuiapp.ui.widgets.run_log import RunLog, printable
 from tuiapp.ui.widgets.schema_form import SchemaForm
@@ -155,17 +156,17 @@ class Workbench(Widget, can_focus=False):
         e = self.entry
         title, status, desc = self.query(".bench--title").first(Static), \
             self.query_one(".bench--status", Static), self.query_one("#bench-desc", Static)
-        title.update(printable(
-            f"{self.tool_name} · {e.format} · {short_source(e.source, self.root)}"))
+        title.update(say("{} · {} · {}", self.tool_name, e.format,
+                         short_source(e.source, self.root)))
         if isinstance(e, BrokenTool):
             status.add_class("-broken")
             hint = broken_hint(e.error, e.format)
-            status.update(printable(f"✗ broken: {e.error}" + (f"\nfix: {hint}" if hint else "")))
+            status.update(say("✗ broken: {}{}", e.error, f"\nfix: {hint}" if hint else ""))
             desc.update("")
         else:
             status.remove_class("-broken")
             status.update("✔ ok")
-            desc.update(printable(e.description or "(no description)"))
+            desc.update(literal(e.description or "(no description)"))
 
     def entry_changed(self, entry: Entry | None) -> None:
         """The registry changed. `entry`: this tool (or its broken source) now; None: gone.
