@@ -43,6 +43,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tuiapp/security/trust.py", "records"): "kep's own trust state (state dir)",
     ("tuiapp/ui/app.py", "load_later_css"): "kep's own stylesheet, shipped in the package",
     ("tuiapp/ui/screenshots.py", "check_no_leaks"): "SVGs the screenshot script wrote",
+    ("tuiapp/security/sandbox/spawn.py", "_precheck"): "the first 256 bytes of a program "
+                                                       "about to start: names a missing "
+                                                       "interpreter",
     ("tuiapp/security/approval_flow.py", "_fingerprint"): "hashes a tool file through an fd "
                                                       "checked with fstat, bounded",
     ("tuiapp/conversation/project_marks.py", "get"): "kep's own data dir, capped read",

@@ -11,12 +11,12 @@ nearest the project come last and read as the most specific.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuiapp.security import secrets, trust
+from tuiapp.security import project_files, secrets, trust
+from tuiapp.security.project_files import ProjectFileError
 
 NAMES = ("AGENTS.md", "KEP.md")
 FALLBACK = "CLAUDE.md"  # read only in a folder with none of NAMES
@@ -68,29 +68,15 @@ def candidates(root: Path) -> list[Path]:
 
 
 def _read(path: Path, cap: int) -> tuple[str, bool] | None:
-    """(text, cut) of a regular file, never through a link; None when it is not one or
-    cannot be read. Invalid UTF-8 is replaced, not fatal."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    """(text, cut) of a regular file, through the one reader (confined to its own folder: no
+    link out, no hidden file); None when it is not one or cannot be read. Invalid UTF-8 is
+    replaced, not fatal."""
     try:
-        fd = os.open(path, flags)
-    except OSError:
+        data = project_files.read_bytes(path, cap, confine=path.parent, head=True)
+    except (ProjectFileError, OSError):
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None  # a FIFO, a device, a folder: never waited on
-        chunks: list[bytes] = []
-        left = cap + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 65536))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-    except OSError:
+    if data is None:
         return None
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
     cut = len(data) > cap
     return data[:cap].decode("utf-8", "replace").replace("\x00", ""), cut
 

@@ -37,10 +37,12 @@ class _Worker:
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self.proc is None or self.proc.poll() is not None:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", _WORKER], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={}, close_fds=True,
-                start_new_session=True)
+            from tuiapp.security.sandbox import spawn  # a child like any other: walled
+
+            self.proc = spawn.popen(
+                [sys.executable, "-I", "-S", "-c", _WORKER], kind="helper",
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                env={}, close_fds=True, start_new_session=True)
         return self.proc
 
     def kill(self) -> None:

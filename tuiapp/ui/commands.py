@@ -31,8 +31,9 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
                         "write", app.choose_max_output)
     yield SystemCommand("Show or hide thinking", "Open or collapse every thinking block "
                         "(ctrl+b)", app.action_toggle_thinking)
-    yield SystemCommand("Approval mode", f"now {app.ws.mode}: read-only, ask, auto or yolo "
-                        "for this session (ctrl+s cycles all but yolo)", app.choose_mode)
+    yield SystemCommand("Approval mode", say(  # type: ignore[arg-type]
+        "now {}: read-only, ask, auto or yolo for this session (ctrl+s cycles all but yolo)",
+        app.ws.mode), app.choose_mode)
     yield SystemCommand("Approval rules", "Every rule in force, where it is written, what it "
                         "decided; disable, delete, move (alt+r)", app.action_show_rules)
     yield SystemCommand("Switch theme", "Pick a theme; the choice is saved to config",
@@ -137,7 +138,7 @@ class ModelCommands(Provider):
         return out
 
     def _unlisted(self, line: str) -> None:
-        self.app.notify(line, title="Model list", severity="warning")
+        self.app.notify(literal(line), title="Model list", severity="warning")
 
     async def discover(self) -> Hits:
         models = self._models()

@@ -11,6 +11,7 @@ from textual.app import App
 from textual.command import SimpleCommand
 
 from tuiapp.security import modes
+from tuiapp.ui.literal import say
 from tuiapp.ui.widgets.status_footer import StatusFooter
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ class ModeActions(App[int]):
         self.ws.set_mode(mode)
         self.show_mode()
         severity = "warning" if mode == "yolo" else "information"
-        self.notify(f"Approval mode: {modes.LABELS[mode]}", title="Mode", severity=severity)
+        self.notify(say("Approval mode: {}", modes.LABELS[mode]), title="Mode", severity=severity)
 
     def show_mode(self) -> None:
         self.query_one(StatusFooter).mode = self.ws.mode
@@ -56,4 +57,4 @@ class ModeActions(App[int]):
         try:
             self.ws.reconfigure(project_config.load(self.ws.root))
         except config_types.ConfigError as e:
-            self.notify(f"Config not reloaded: {e}", severity="error", timeout=10)
+            self.notify(say("Config not reloaded: {}", e), severity="error", timeout=10)

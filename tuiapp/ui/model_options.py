@@ -13,6 +13,7 @@ from textual.app import App
 from textual.command import SimpleCommand
 
 from tuiapp.settings.config_models import REASONING_LEVELS
+from tuiapp.ui.literal import say
 
 if TYPE_CHECKING:
     from tuiapp.project.workspace import Workspace
@@ -70,7 +71,7 @@ class ModelOptionActions(App[int]):
         """For this session's model from the next request on (kep.toml's
         [providers.NAME] reasoning keeps the default)."""
         self.chat.provider.reasoning = level
-        self.notify(f"Reasoning: {level} (from the next message on)")
+        self.notify(say("Reasoning: {} (from the next message on)", level))
 
     def choose_temperature(self) -> None:
         current = self.chat.provider.temperature
@@ -102,5 +103,6 @@ class ModelOptionActions(App[int]):
                         "requests go without it.", severity="warning")
             return
         shown = "default" if value is None else f"{value:g}"
-        self.notify(f"{name.replace('_', ' ').capitalize()}: {shown} (from the next message on)")
+        self.notify(say("{}: {} (from the next message on)",
+                        name.replace("_", " ").capitalize(), shown))
 

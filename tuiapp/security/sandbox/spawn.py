@@ -25,7 +25,7 @@ from tuiapp.security.sandbox.bubblewrap import Bubblewrap
 from tuiapp.security.sandbox.none import NoSandbox
 from tuiapp.settings.config_types import Config, SandboxConfig
 
-Kind = Literal["tool", "lister", "forkserver", "mcp"]
+Kind = Literal["tool", "lister", "forkserver", "mcp", "helper"]
 Unconfined = Literal["watchdog", "editor"]
 
 
@@ -253,7 +253,7 @@ def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, st
     prof = profile_for(cwd, tool=tool, server=server, call_files=call_files)
     if visible:
         prof = dataclasses.replace(prof, visible=(*prof.visible, *visible))
-    if kind in ("lister", "forkserver"):
+    if kind in ("lister", "forkserver", "helper"):
         prof = dataclasses.replace(prof, network="off")  # listing a tool needs no network
     elif prof.network not in ("off", "on") and _state.proxy is not None and _holder_alive():
         token = _state.proxy.register(tool or server or "?", prof.network)
@@ -348,6 +348,13 @@ async def open_process(argv: Sequence[str], *, cwd: Path | str | None,
     shown = [Path(os.path.realpath(a)) for a in argv[1:] if os.path.isabs(a) and os.path.exists(a)]
     w = prepare(argv, cwd=cwd, env=env, kind="mcp", server=server, visible=shown)
     return await anyio.open_process(w.argv, cwd=cwd, env=w.env, **kw)
+
+
+def popen(argv: Sequence[str], *, kind: Kind, cwd: Path | str | None = None,
+          env: Mapping[str, str] | None = None, **kw: Any) -> subprocess.Popen[bytes]:
+    """A synchronous child behind the walls (kep's own helpers: the rule-regex worker)."""
+    w = prepare(argv, cwd=cwd, env=env, kind=kind)
+    return subprocess.Popen(w.argv, cwd=cwd, env=w.env, **kw)
 
 
 def popen_unconfined(argv: Sequence[str], why: Unconfined, **kw: Any) -> subprocess.Popen[bytes]:

@@ -20,6 +20,7 @@ from textual.widgets.option_list import Option
 
 from tuiapp.security.display import printable_line
 from tuiapp.security.rule_list import Entry, entries
+from tuiapp.ui.literal import say
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -85,7 +86,7 @@ class RulesScreen(ModalScreen[None]):
         for e in self.items:
             off = e.kind == "rule" and rule_key(rules[e.index]) in self.ws.disabled
             options.add_option(Option(self._prompt(e, off), id=str(e.position)))
-        options.border_title = f"mode {self.ws.mode}"
+        options.border_title = say("mode {}", self.ws.mode)
         if self.items:
             options.highlighted = min(keep or 0, len(self.items) - 1)
 
