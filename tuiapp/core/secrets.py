@@ -9,14 +9,17 @@ server's `GITHUB_PAT`). From it:
   discovery fork server, MCP servers): kep's own minus those variables, and minus any other
   variable holding one of those values, unless passed on purpose (`[tools] pass_env`, a
   server's `env`).
-- `Secrets.redact` / `StreamRedactor` replace the values with `[redacted NAME]` in tool output
-  before it reaches the model, the session store, the spool, the panes or an export.
+- `Secrets.redact` / `Secrets.stream` (the one filter, security/redact) replace the values,
+  any 12 characters of them and their base64/hex/percent encodings with `[redacted NAME]`, in
+  everything that leaves kep: provider requests, the session store, the spool, the panes,
+  exports, logs and `kep mcp serve` results (`active()` is the registry those use).
 - `scrub_error` also removes fragments of a key and key-shaped tokens from error text.
 - `mask_config` hides secrets in `kep config show`, by name and by value.
 
 Values shorter than MIN_SECRET_LEN characters are never redacted: "1" or "true" would turn
 every output into noise, and so short a value is no key. Their variables are still kept from
-children. No Textual here (core).
+children. Values of MIN_SECRET_LEN to 11 characters are redacted whole only (see redact).
+No Textual here (core).
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+
+from tuiapp.security.redact import Filter, StreamFilter
 
 if TYPE_CHECKING:
     from tuiapp.config_types import Config
@@ -79,14 +85,13 @@ def looks_secret_name(name: str) -> bool:
 
 @dataclass(frozen=True)
 class Secrets:
-    """A snapshot of the registry: the names kept from children, the values redacted."""
+    """A snapshot of the registry: the names kept from children, the values redacted (by the
+    one filter, security/redact: pieces of 12 characters and encodings too)."""
 
     names: frozenset[str] = frozenset()
     values: tuple[tuple[str, str], ...] = ()  # (value, NAME), longest value first
     passed: frozenset[str] = frozenset()  # names the user passes to tools on purpose
-    _rx: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
-    _brx: re.Pattern[bytes] | None = field(default=None, compare=False, repr=False)
-    _labels: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    _filter: Filter = field(default_factory=lambda: Filter(()), compare=False, repr=False)
 
     @classmethod
     def of(cls, named: Mapping[str, str], extra_values: Iterable[tuple[str, str]] = (),
@@ -97,35 +102,24 @@ class Secrets:
             if value and len(value) >= MIN_SECRET_LEN and value not in by_value:
                 by_value[value] = name
         pairs = tuple(sorted(by_value.items(), key=lambda p: -len(p[0])))
-        rx = re.compile("|".join(re.escape(v) for v, _ in pairs)) if pairs else None
-        brx = (re.compile(b"|".join(re.escape(v.encode()) for v, _ in pairs))
-               if pairs else None)
-        labels = {v: f"[redacted {n}]" for v, n in pairs}
-        return cls(frozenset(named), pairs, frozenset(passed), rx, brx, labels)
+        return cls(frozenset(named), pairs, frozenset(passed), _filter_for(pairs))
 
     # ---- redaction -----------------------------------------------------------------------
 
-    def _label(self, value: str) -> str:
-        return self._labels.get(value, "[redacted]")
-
     def redact(self, text: str) -> str:
-        if self._rx is None or not text:
-            return text
-        return self._rx.sub(lambda m: self._label(m.group()), text)
+        return self._filter.redact(text)
 
     def redact_bytes(self, data: bytes) -> bytes:
-        if self._brx is None or not data:
-            return data
-        return self._brx.sub(lambda m: self._label(m.group().decode()).encode(), data)
+        return self._filter.redact_bytes(data)
 
     def contains_bytes(self, data: bytes) -> bool:
-        return self._brx is not None and self._brx.search(data) is not None
+        return self._filter.contains_bytes(data)
 
     def contains(self, text: str) -> bool:
-        return self._rx is not None and self._rx.search(text) is not None
+        return self._filter.contains(text)
 
-    def stream(self) -> StreamRedactor:
-        return StreamRedactor(self)
+    def stream(self) -> StreamFilter:
+        return self._filter.stream()
 
     # ---- the child's environment -----------------------------------------------------------
 
@@ -140,46 +134,13 @@ class Secrets:
                 if k in kept or (k not in self.names and v not in values)}
 
 
-class StreamRedactor:
-    """Redacts a byte stream that arrives in chunks: a key split across two chunks is still
-    caught. Only a tail that could start a key is held back (at most len(longest)-1 bytes), so
-    ordinary output streams without delay."""
+StreamRedactor = StreamFilter  # the name callers knew
 
-    def __init__(self, secrets: Secrets) -> None:
-        self.s = secrets
-        self.carry = b""
-        self._keys = [v.encode() for v, _ in secrets.values]
-        self._firsts = {k[0] for k in self._keys}
-        self._longest = max((len(k) for k in self._keys), default=0)
 
-    def feed(self, data: bytes) -> bytes:
-        brx = self.s._brx
-        if brx is None:
-            return data
-        buf = self.carry + data
-        n = len(buf)
-        hold = n
-        for i in range(max(0, n - self._longest + 1), n):
-            if buf[i] in self._firsts:
-                tail = buf[i:]
-                if any(len(k) > len(tail) and k.startswith(tail) for k in self._keys):
-                    hold = i
-                    break
-        out: list[bytes] = []
-        pos = 0
-        for m in brx.finditer(buf):
-            if m.start() >= hold:
-                break
-            out += [buf[pos:m.start()], self.s._label(m.group().decode()).encode()]
-            pos = m.end()
-        end = max(hold, pos)
-        out.append(buf[pos:end])
-        self.carry = buf[end:]
-        return b"".join(out)
-
-    def flush(self) -> bytes:
-        rest, self.carry = self.carry, b""
-        return self.s.redact_bytes(rest)
+@lru_cache(maxsize=8)
+def _filter_for(pairs: tuple[tuple[str, str], ...]) -> Filter:
+    """Building the index costs ~0.3 ms a value: the same values share one."""
+    return Filter(pairs)
 
 
 # ---- the registry ------------------------------------------------------------------------
