@@ -33,6 +33,7 @@ import json
 import re
 import sys
 from collections.abc import Iterable, Iterator
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 WINDOW = 12  # a run this long of a secret (or of an encoding of it) is redacted
@@ -40,6 +41,11 @@ WHOLE_MIN = 8  # values shorter than WINDOW but at least this long are redacted 
 GRAM = 8  # bytes of a sampled gram (one machine word)
 STEP = 4  # sampled every STEP bytes; STEP + GRAM <= WINDOW, so every window holds a gram
 BLOCK = 8192  # grams tested at once before looking for which one hit
+VECTOR_MIN = 32 << 10  # from this size on, the grams are looked up by numpy, all at once
+# The table of which gram hashes occur: ~32 entries a gram (a miss ends there 97 times in 100),
+# but small enough to stay in the CPU's cache.
+_HASH_BITS = (12, 22)
+_MULT = 0x9E3779B97F4A7C15  # Fibonacci hashing: the top bits of gram * _MULT
 CARRY_CAP = 1 << 20  # a held-back match longer than this is let out (redacted) anyway
 _ORDER = sys.byteorder  # memoryview.cast("Q") reads words in the machine's order
 _B64_URL = bytes.maketrans(b"+/", b"-_")
@@ -82,11 +88,8 @@ class Index:
         """`values`: (value, label), most important first (a window two values share is
         labelled with the first)."""
         self.labels: list[str] = []
-        self.windows: dict[bytes, int] = {}
-        self.full: dict[bytes, int] = {}  # a whole form: labelled by its own value
-        self.grams: set[int] = set()
+        self.full: dict[bytes, int] = {}  # every form of every value ≥ WINDOW: its label
         whole: dict[bytes, int] = {}
-        alphabet: set[int] = set()
         held: set[int] = set()
         for value, label in values:
             raw = value.encode("utf-8", "surrogatepass")
@@ -100,19 +103,34 @@ class Index:
                 continue
             for form in forms(value):
                 self.full.setdefault(form, n)
-                alphabet.update(form)
-                held.update(form)
-                for i in range(len(form) - WINDOW + 1):
-                    self.windows.setdefault(form[i:i + WINDOW], n)
-                for i in range(len(form) - GRAM + 1):
-                    self.grams.add(int.from_bytes(form[i:i + GRAM], _ORDER))
+        alphabet = set().union(*self.full) if self.full else set()
         self.whole = whole
         ordered = sorted(whole, key=len, reverse=True)  # the longest of two that overlap wins
         self._whole_rx = re.compile(b"|".join(map(re.escape, ordered))) if whole else None
-        # translate() tables: a byte of some form -> "a", any other -> "."
+        # translate() table: a byte of some form -> "a", any other -> "."
         self._runs = bytes(0x61 if b in alphabet else 0x2E for b in range(256))
-        self.held = frozenset(held)
-        self.empty = not self.windows and not whole
+        self.held = frozenset(held | alphabet)
+        self.empty = not self.full and not whole
+        # Built when first needed (most filters only ever see short texts, or none at all).
+        self._windows: dict[bytes, int] | None = None
+        self._grams: set[int] | None = None
+        self._vector: tuple[Any, Any, Any] | None = None  # (hash table, sorted grams, shift)
+
+    @property
+    def windows(self) -> dict[bytes, int]:
+        """Every WINDOW bytes of every form → the label of the first value that has it."""
+        if self._windows is None:
+            self._windows = {f[i:i + WINDOW]: n for f, n in reversed(self.full.items())
+                             for i in range(len(f) - WINDOW + 1)}
+        return self._windows
+
+    @property
+    def grams(self) -> set[int]:
+        """Every GRAM bytes of every form, as the machine word memoryview.cast reads."""
+        if self._grams is None:
+            self._grams = {int.from_bytes(f[i:i + GRAM], _ORDER) for f in self.full
+                           for i in range(len(f) - GRAM + 1)}
+        return self._grams
 
     # ---- finding -----------------------------------------------------------------------------
 
@@ -122,7 +140,10 @@ class Index:
         if self.empty or not buf:
             return []
         found: list[tuple[int, int, int]] = []
-        if self.windows and len(buf) >= WINDOW:
+        if self.full and len(buf) >= VECTOR_MIN:
+            for at in self._vector_hits(buf):
+                self._check(buf, at, 0, len(buf), found)
+        elif self.full and len(buf) >= WINDOW:
             for start, end in self._alphabet_runs(buf):
                 self._scan_run(buf, start, end, found)
         if self._whole_rx is not None:
@@ -160,6 +181,35 @@ class Index:
                 for k, word in enumerate(block):
                     if word in grams:
                         self._check(buf, first + (b + k) * GRAM, start, end, found)
+
+    def _vector_hits(self, buf: bytes) -> list[int]:
+        """Where a sampled gram of `buf` is a gram of some form: the words at every STEP bytes
+        (two views, offsets 0 and 4, no copy) hashed into the table, and the few that land on
+        a used entry checked exactly."""
+        import numpy as np  # here: kep starts without it, most outputs never need it
+
+        if self._vector is None:
+            bits = min(max((len(self.grams) * 32).bit_length(), _HASH_BITS[0]), _HASH_BITS[1])
+            known = np.array(sorted(self.grams), dtype=np.uint64)
+            table = np.zeros(1 << bits, dtype=np.bool_)
+            shift = np.uint64(64 - bits)
+            table[(known * np.uint64(_MULT)) >> shift] = True
+            self._vector = (table, known, shift)
+        table, known, shift = self._vector
+        hits: list[int] = []
+        for phase in (0, STEP):
+            count = (len(buf) - phase) // GRAM
+            if count <= 0:
+                continue
+            words = np.frombuffer(buf, dtype=np.uint64, count=count, offset=phase)
+            maybe = np.flatnonzero(table[(words * np.uint64(_MULT)) >> shift])
+            if maybe.size:
+                values = words[maybe]
+                at = np.minimum(np.searchsorted(known, values), len(known) - 1)
+                sure = maybe[known[at] == values]
+                hits += (sure * GRAM + phase).tolist()
+        hits.sort()
+        return hits
 
     def _check(self, buf: bytes, at: int, start: int, end: int,
                found: list[tuple[int, int, int]]) -> None:
