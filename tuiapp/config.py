@@ -248,8 +248,12 @@ def load(project_root: Path | None = None, user_file: Path | None = None,
         merged.setdefault("approval", {})
         merged["approval"] = dict(merged["approval"], rules=[*project_rules, *user_rules])
     cfg = parse(merged, " + ".join(str(f) for f in files) or "defaults", root)
-    return Config(**{**cfg.__dict__, "files": tuple(files), "warnings": tuple(warnings),
-                     "trust": state})
+    loaded = Config(**{**cfg.__dict__, "files": tuple(files), "warnings": tuple(warnings),
+                       "trust": state})
+    from tuiapp.core import secrets
+
+    secrets.collect(loaded)  # what leaves kep is filtered with this config's keys from now on
+    return loaded
 
 
 DOTENV_MAX_BYTES = 1024 * 1024

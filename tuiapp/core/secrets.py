@@ -24,10 +24,11 @@ No Textual here (core).
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,8 @@ from tuiapp.security.redact import Filter, StreamFilter
 
 if TYPE_CHECKING:
     from tuiapp.config_types import Config
+    from tuiapp.core.messages import Message
+    from tuiapp.tools.model import ToolSpec
 
 MIN_SECRET_LEN = 8
 MIN_FRAGMENT = 8  # a run this long of a key, found in an error text, is scrubbed
@@ -60,6 +63,8 @@ KEY_SHAPED = re.compile(
 # Names read from the project's `.env` (process-wide, like the os.environ they were put in).
 _dotenv_names: set[str] = set()
 _passed_values: dict[str, str] = {}  # value → name, handed to a child on purpose
+_dotenv_values: dict[str, str] = {}  # value → name, as the `.env` file says (even if overridden)
+_last_config: Config | None = None  # the config `active()` reads provider settings from
 
 
 def note_passed(env: Mapping[str, str]) -> None:
@@ -70,9 +75,17 @@ def note_passed(env: Mapping[str, str]) -> None:
             _passed_values.setdefault(value, name)
 
 
-def note_dotenv(names: Iterable[str]) -> None:
-    """Record the variables a `.env` file declares: from now on they are secrets."""
+def note_dotenv(values: Mapping[str, str | None] | Iterable[str]) -> None:
+    """Record the variables a `.env` file declares: from now on they are secrets. Their values
+    too, as the file has them: one that the environment overrides is still in the file, which
+    a tool may read."""
+    names = list(values)
     _dotenv_names.update(n for n in names if is_secret_name_candidate(n))
+    if isinstance(values, Mapping):
+        for name in names:
+            value = values[name]
+            if value and is_secret_name_candidate(name):
+                _dotenv_values.setdefault(value, name)
 
 
 def is_secret_name_candidate(name: str) -> bool:
@@ -148,10 +161,16 @@ def _filter_for(pairs: tuple[tuple[str, str], ...]) -> Filter:
 
 def collect(config: Config | None = None,
             environ: Mapping[str, str] | None = None) -> Secrets:
-    """The registry as of now: provider key variables, `.env` variables and config secrets."""
+    """The registry as of now: provider key variables, `.env` variables and config secrets.
+    Without a config, the last one given (kep loads one before anything leaves)."""
+    global _last_config
+    if config is None:
+        config = _last_config
+    else:
+        _last_config = config
     env = os.environ if environ is None else environ
     names = set(KNOWN_KEY_VARS) | _dotenv_names
-    extra: list[tuple[str, str]] = list(_passed_values.items())
+    extra: list[tuple[str, str]] = [*_passed_values.items(), *_dotenv_values.items()]
     passed: tuple[str, ...] = ()
     if config is not None:
         names.update(p.api_key_env for p in config.providers.values() if p.api_key_env)
@@ -162,6 +181,73 @@ def collect(config: Config | None = None,
         passed = tuple(getattr(config.tools, "pass_env", ()))
     named = {n: env.get(n, "") for n in names}
     return Secrets.of(named, extra, passed)
+
+
+def active() -> Secrets:
+    """The registry every egress filters with: the store, the spool, provider requests,
+    exports, logs and `kep mcp serve` (see module doc)."""
+    return collect()
+
+
+def redact_data(data: Any, s: Secrets | None = None) -> Any:
+    """A copy of JSON-like data with every string (keys too) filtered."""
+    s = s if s is not None else active()
+    if s._filter.empty:
+        return data
+    if isinstance(data, str):
+        return s.redact(data)
+    if isinstance(data, Mapping):
+        return {redact_data(k, s): redact_data(v, s) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [redact_data(v, s) for v in data]
+    return data
+
+
+def redact_json_text(text: str, s: Secrets | None = None) -> str:
+    """JSON text with its strings filtered (a label in the raw text could cut an escape); text
+    that is not JSON is filtered as text."""
+    s = s if s is not None else active()
+    if s._filter.empty or not s.contains(text):
+        return text
+    if text[:1] in ("{", "["):
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            pass
+        else:
+            return json.dumps(redact_data(data, s), ensure_ascii=False)
+    return s.redact(text)
+
+
+def outgoing(messages: Sequence[Message], tools: Sequence[ToolSpec], system: str | None,
+             s: Secrets | None = None) -> tuple[list[Message], list[ToolSpec], str | None]:
+    """A request as it may leave for a provider: every text in it filtered (what the user
+    typed or included, documents, the system prompt, tool results, the model's own text and
+    calls sent back, tool descriptions). Providers get it through Provider.stream, always."""
+    s = s if s is not None else active()
+    if s._filter.empty:
+        return list(messages), list(tools), system
+    out = [_message_out(m, s) for m in messages]
+    specs = [t if not s.contains(json.dumps([t.description, t.parameters], default=str))
+             else replace(t, description=s.redact(t.description),
+                          parameters=redact_data(t.parameters, s))
+             for t in tools]
+    return out, specs, s.redact(system) if system else system
+
+
+def _message_out(m: Message, s: Secrets) -> Message:
+    changes: dict[str, Any] = {}
+    if m.content and s.contains(m.content):
+        changes["content"] = s.redact(m.content)
+    if m.tool_calls:
+        changes["tool_calls"] = tuple(
+            replace(c, arguments=redact_data(c.arguments, s), raw_arguments=s.redact(
+                c.raw_arguments)) for c in m.tool_calls)
+    if m.reasoning is not None:
+        r = m.reasoning
+        changes["reasoning"] = replace(r, text=s.redact(r.text),
+                                       items=tuple(redact_data(i, s) for i in r.items))
+    return replace(m, **changes) if changes else m
 
 
 def _header_secrets(headers: Mapping[str, str]) -> list[tuple[str, str]]:
