@@ -22,10 +22,12 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from tuiapp import paths
 from tuiapp.config_types import Config, McpServerConfig
+from tuiapp.core import secrets
 from tuiapp.core.events import RegistryChanged
 from tuiapp.mcp.connection import ServerConnection, ServerState, one_line, source_key
 from tuiapp.mcp.results import result_parts
 from tuiapp.mcp.servers import MCP_JSON, McpJsonError, configured_servers
+from tuiapp.security.logfile import LogHandler
 from tuiapp.tools.formats.base import FormatContext, ToolFormat, ToolLoadError
 from tuiapp.tools.model import BrokenTool, Invocation, ToolSpec
 from tuiapp.tools.runner import DirectResult
@@ -270,11 +272,7 @@ def _quiet_sdk_logging() -> None:
         return
     _logging_quieted = True
     target = paths.data_dir() / "logs" / "mcp-sdk.log"
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.FileHandler(target, delay=True)
-    except OSError:
-        handler = logging.NullHandler()
+    handler: logging.Handler = LogHandler(target, secrets.active)  # filtered, capped, 0600
     handler.setLevel(logging.WARNING)
     logger = logging.getLogger("mcp")
     logger.addHandler(handler)

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import anyio
 import mcp.types as types
@@ -33,6 +33,7 @@ from tuiapp.mcp.servers import expand_headers, tool_name, unset_header_vars
 from tuiapp.mcp.startup import StartRefused, exit_description, http_status, wrapped_command
 from tuiapp.mcp.state import ServerState, ServerStatus
 from tuiapp.mcp.stdio_transport import stdio_transport
+from tuiapp.security.logfile import LogFile
 from tuiapp.tools.model import BrokenTool, ToolSpec
 from tuiapp.tools.schema import schema_error
 
@@ -134,8 +135,11 @@ class ServerConnection:
     # ---- the connection task ------------------------------------------------------------
 
     async def _run(self, run: _Run) -> None:
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        with self.log.open("w", encoding="utf-8", errors="replace") as log:
+        # 0600 in a 0700 folder, filtered, capped (security/logfile). A server's `env` and
+        # key-shaped arguments are registered first: it may well print them.
+        self._given_env()
+        _note_key_args(self.cfg.args)
+        with contextlib.closing(LogFile(self.log, secrets.active)) as log:
             now = time.strftime("%Y-%m-%d %H:%M:%S")
             log.write(f"# kep: starting {self._describe()} at {now}\n")
             log.flush()
@@ -150,7 +154,7 @@ class ServerConnection:
             finally:
                 run.client = None
 
-    async def _connect_and_serve(self, run: _Run, log: IO[str]) -> None:
+    async def _connect_and_serve(self, run: _Run, log: LogFile) -> None:
         async def on_message(message: Any) -> None:
             # Called inline by the SDK's read loop: never make a request from here.
             if isinstance(message, types.ToolListChangedNotification):
@@ -198,7 +202,7 @@ class ServerConnection:
             self.specs = {}
             self.set_state("exited", reason)
 
-    def _transport(self, log: IO[str]) -> Any:
+    def _transport(self, log: LogFile) -> Any:
         if self.cfg.url:
             env = {**os.environ, **self.cfg.env}
             headers = expand_headers(self.cfg.headers, env)
@@ -319,7 +323,7 @@ class ServerConnection:
             return f"command not found: {self.cfg.command}"
         return one_line(error).removeprefix("MCPError: ")  # the server's words, or kep's
 
-    def _logger(self, log: IO[str]) -> Callable[[types.LoggingMessageNotificationParams], Any]:
+    def _logger(self, log: LogFile) -> Callable[[types.LoggingMessageNotificationParams], Any]:
         """notifications/message from the server go to its log file, like its stderr."""
 
         async def write(params: types.LoggingMessageNotificationParams) -> None:
@@ -387,6 +391,12 @@ class _EndWatch:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _note_key_args(args: list[str]) -> None:
+    """A token given on the command line (`--token ghp_…`) is a secret too."""
+    secrets.note_passed({f"arg{i}": m.group() for i, a in enumerate(args)
+                         for m in [secrets.KEY_SHAPED.search(a)] if m})
 
 
 def _leaf(error: BaseException) -> BaseException:
