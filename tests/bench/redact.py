@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tuiapp.security.redact import Filter  # noqa: E402
+from tuiapp.security.redact import Filter
 
 SIZE = 10_000_000
 CHUNK = 65536
@@ -37,12 +37,12 @@ def best(f: Callable[[], object], runs: int = 3) -> float:
 
 
 def outputs(rnd: random.Random) -> dict[str, bytes]:
-    words = [w.encode() for w in "the of and a to in is you that it he was for on are as with his "
-             "they I at be this have from or one had by word but not what all were we when your "
-             "can said there use an each which she do how their if will up other about out many "
-             "then them these so some her would make like him into time has look two more write "
-             "go see number no way could people my than first water been call who oil its now "
-             "find long down day did get come made may part".split()]
+    text = ("the of and a to in is you that it he was for on are as with his they I at be this "
+            "have from or one had by word but not what all were we when your can said there use "
+            "an each which she do how their if will up other about out many then them these so "
+            "some her would make like him into time has look two more write go see number no "
+            "way could people my than first water been call who oil its now find long down day")
+    words = [w.encode() for w in text.split(" ")]
     prose = b" ".join(rnd.choice(words) for _ in range(SIZE // 4))[:SIZE]
     line = b"    result = compute_value(item.identifier, options=DEFAULTS)  # step 42\n"
     code = (line * (SIZE // len(line) + 1))[:SIZE]
@@ -67,12 +67,12 @@ def main() -> None:
         ratios = []
         for name, data in outputs(rnd).items():
             probe = values[0][0].encode()
-            plain = best(lambda d=data: d.find(probe))
-            oldt = best(lambda d=data: old.search(d))
-            whole = best(lambda d=data: f.redact_bytes(d))
+            plain = best(lambda d=data, p=probe: d.find(p))
+            oldt = best(lambda d=data, o=old: o.search(d))
+            whole = best(lambda d=data, g=f: g.redact_bytes(d))
 
-            def streamed(d: bytes = data) -> None:
-                s = f.stream()
+            def streamed(d: bytes = data, g: Filter = f) -> None:
+                s = g.stream()
                 for i in range(0, len(d), CHUNK):
                     s.feed(d[i:i + CHUNK])
                 s.flush()

@@ -69,8 +69,10 @@ def test_short_values_are_redacted_whole_only() -> None:
 
 def _encodings(value: str) -> dict[str, str]:
     raw = value.encode()
-    out = {"hex": raw.hex(), "HEX": raw.hex().upper(), "percent": quote(value, safe=""),
-           "percent lower": re.sub("%..", lambda m: m.group().lower(), quote(value, safe="")), "json": json.dumps(value)}
+    pct = quote(value, safe="")
+    out = {"hex": raw.hex(), "HEX": raw.hex().upper(), "percent": pct,
+           "percent lower": re.sub("%..", lambda m: m.group().lower(), pct),
+           "json": json.dumps(value)}
     for lead in (b"", b"a", b"ab", b"abc"):  # every alignment inside a longer blob
         blob = lead + b"KEY=" + raw + b"\nOTHER=1\n"
         out[f"base64 +{len(lead)}"] = base64.b64encode(blob).decode()
@@ -107,7 +109,7 @@ def test_mime_base64_wrapped_every_76_characters() -> None:
         assert not leaks(out, value)
 
 
-# ---- hostile shapes -------------------------------------------------------------------------------
+# ---- hostile shapes -----------------------------------------------------------------------------
 
 
 def test_split_across_two_chunks_at_every_byte() -> None:
