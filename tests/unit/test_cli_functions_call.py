@@ -13,7 +13,7 @@ import pytest
 from conftest import KEP, kep_env
 from tools_testutil import one_def, sh_tool
 
-from tuiapp import paths
+from tuiapp.settings import paths
 
 GREET = (
     '{"type": "object", "properties": {"who": {"type": "string"}}, '

@@ -12,9 +12,9 @@ from urllib.parse import quote
 
 import pytest
 
-from tuiapp.core.secrets import Secrets
 from tuiapp.security import redact
 from tuiapp.security.redact import WINDOW, Filter
+from tuiapp.security.secrets import Secrets
 
 KEY = "sk-proj-Zq8vR2mXw4Lp0Tn7Yb3Kc9Hd6Fs1Ja5Ge"
 PAD = "ordinary words around it: "

@@ -18,16 +18,16 @@ from urllib.parse import quote
 import pytest
 from fakes.llm_server import FakeLLMServer
 
-from tuiapp.config_types import ProviderConfig
-from tuiapp.core import secrets, transcript
-from tuiapp.core.events import MessageAdded, ToolFinished
-from tuiapp.core.messages import Message, Reasoning, ToolCall
-from tuiapp.core.store import Store
+from tuiapp.conversation import transcript
+from tuiapp.conversation.store import Store
 from tuiapp.mcp.server import FilteredWire
 from tuiapp.providers import _IMPLEMENTATIONS
-from tuiapp.security import redact
+from tuiapp.security import redact, secrets
 from tuiapp.security.logfile import LogFile
-from tuiapp.tools.model import ToolSpec
+from tuiapp.settings.config_types import ProviderConfig
+from tuiapp.vocab.events import MessageAdded, ToolFinished
+from tuiapp.vocab.messages import Message, Reasoning, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 KEY = "sk-proj-Hq2vW8mRx5Lt0Pn3Yc7Kb1Jd9Gf4Za6Es"
 DOT = "dotenv-Vq7Lm2Xp9Rt4Wz8Kc3Nb6"
@@ -126,7 +126,7 @@ def test_nothing_written_to_the_store_carries_a_key(keyed: None, tmp_path: Path)
         for m in history:
             store.record(sid, MessageAdded(m))
         store.record(sid, ToolFinished("call_1", "readfile", "ok", 0, 5, f"result {p}"))
-        from tuiapp.core import session_admin
+        from tuiapp.conversation import session_admin
 
         session_admin.rename(store, sid, f"title {p}")
         # A raw statement, as any future write method would make it.
@@ -158,7 +158,7 @@ def test_exports_filter_a_session_stored_raw(keyed: None, tmp_path: Path) -> Non
                                    (json.dumps(Message("user", p).to_dict()), sid))
         t = transcript.load(store, sid) if hasattr(transcript, "load") else None
         if t is None:
-            from tuiapp.core.transcript import Transcript
+            from tuiapp.conversation.transcript import Transcript
 
             t = Transcript(store.session_info(sid), store.load_messages(sid, for_resume=False),
                            store.tool_calls(sid))
@@ -238,9 +238,11 @@ def test_kep_mcp_serve_filters_every_line_on_the_wire(keyed: None) -> None:
 # Each place kep's code opens a file for writing, and why what it writes cannot carry a key
 # (or which filter it passes). A new write site fails test_every_write_site_is_accounted_for.
 WRITE_SITES = {
-    "core/project_marks.py": "project names and paths only",
-    "core/session_lock.py": "a lock file: a pid",
-    "core/store.py": "creates the empty database (0600); rows go through FilteredConnection",
+    "project/project_marks.py": "project names and paths only",
+    "conversation/project_marks.py": "project names and paths only",
+    "conversation/session_lock.py": "a lock file: a pid",
+    "conversation/store.py": "creates the empty database (0600); rows go through "
+                             "FilteredConnection",
     "commands/sessions.py": "writes transcript.to_* output (filtered)",
     "ui/actions.py": "writes transcript.to_markdown output (filtered)",
     "ui/screenshots.py": "demo files of kep's own",
@@ -251,35 +253,39 @@ WRITE_SITES = {
     "tools/templates.py": "a new tool from kep's template",
     "tools/process_call.py": "an empty $LLM_OUTPUT file for the tool",
     "tools/formats/_child_python.py": "runs in the tool's child: the tool's own output file",
+    "tools/forkserver_boot.py": "/dev/null over the server's stdio",
     "mcp/known_tools.py": "tool names of a server",
-    "toml_write.py": "kep.toml edits the user asked for",
-    "trust.py": "folder trust state (hashes, paths)",
-    "security/logfile.py": "every log (filtered, capped, 0600)",
-    "config_reader.py": "opens for reading only",
-    "tools/forkserver_boot.py": "reads a file, and opens /dev/null",
+    "mcp/stdio_transport.py": "the server's stderr into its LogFile (errlog.write_bytes)",
     "commands/functions_watch.py": "/dev/null over stdout",
     "commands/mcp.py": "/dev/null, and the wire to the client: through FilteredWire",
-    "mcp/stdio_transport.py": "the server's stderr into its LogFile (errlog.write_bytes)",
-    "approval_flow.py": "opens for reading only",
+    "settings/toml_write.py": "kep.toml edits the user asked for",
+    "security/trust.py": "folder trust state (hashes, paths)",
+    "security/logfile.py": "every log (filtered, capped, 0600)",
 }
 
 
 def _write_sites() -> set[str]:
+    """Modules with a call that opens a file for writing: `open`/`fdopen` with a w, a, x or +
+    mode, `os.open` with a write or create flag, write_text/write_bytes, a FileHandler."""
     found = set()
     for path in SRC.rglob("*.py"):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
             if not isinstance(node, ast.Call):
                 continue
             name = getattr(node.func, "attr", getattr(node.func, "id", ""))
             modes = [a.value for a in [*node.args[1:2], *(k.value for k in node.keywords
                                                           if k.arg == "mode")]
                      if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-            writes = (name in ("write_text", "write_bytes", "FileHandler", "fdopen")
-                      or (name == "open" and any(c in m for m in modes for c in "wax+"))
-                      or (name == "open" and isinstance(node.func, ast.Attribute)
-                          and isinstance(node.func.value, ast.Name)
-                          and node.func.value.id == "os"))
+            os_open = (name == "open" and isinstance(node.func, ast.Attribute)
+                       and isinstance(node.func.value, ast.Name) and node.func.value.id == "os")
+            flags = ast.get_source_segment(text, node.args[1]) if os_open and len(
+                node.args) > 1 else ""
+            writes = (name in ("write_text", "write_bytes", "FileHandler")
+                      or (name in ("open", "fdopen") and not os_open
+                          and any(c in m for m in modes for c in "wax+"))
+                      or (os_open and any(f in (flags or "") for f in (
+                          "O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "flags"))))
             if writes:
                 found.add(str(path.relative_to(SRC)))
     return found

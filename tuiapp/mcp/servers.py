@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tuiapp import trust
-from tuiapp.config_types import Config, McpServerConfig
+from tuiapp.security import trust
+from tuiapp.settings.config_types import Config, McpServerConfig
 
 MCP_JSON = "mcp.json"
 # "type" as MCP clients write it: stdio, streamable HTTP ("http"; VS Code says "streamable-http")
@@ -92,10 +92,10 @@ def configured_servers(config: Config) -> dict[str, McpServerConfig]:
 
     A Loki functions dir (the project's `functions/`, or a configured loki source) brings its
     own `functions/mcp.json`, as Loki reads it; the project's mcp.json and kep.toml win. An
-    untrusted project's servers never start (tuiapp.trust)."""
+    untrusted project's servers never start (tuiapp.security.trust)."""
     servers: dict[str, McpServerConfig] = {}
     if trust.state_of(config).trusted:
-        for path in reversed(_loki_mcp_files(config)):
+        for path in reversed(loki_mcp_files(config)):
             servers.update(read_mcp_json(path))
     if trust.project_has_mcp_json(config):
         servers.update({name: s for name, s in read_mcp_json(config.project_root / MCP_JSON).items()
@@ -104,7 +104,8 @@ def configured_servers(config: Config) -> dict[str, McpServerConfig]:
     return servers
 
 
-def _loki_mcp_files(config: Config) -> list[Path]:
+def loki_mcp_files(config: Config) -> list[Path]:
+    """The `functions/mcp.json` files of the project's Loki functions dirs that exist."""
     from tuiapp.tools.formats.loki import functions_dir
 
     out = [config.project_root / "functions" / MCP_JSON]

@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tuiapp.config_types import ProviderConfig
-from tuiapp.core.events import ReasoningDelta, Retrying, TextDelta, Usage
-from tuiapp.core.messages import Message, Reasoning, ToolCall
-from tuiapp.tools.model import ToolSpec
+from tuiapp.settings.config_types import ProviderConfig
+from tuiapp.vocab.events import ReasoningDelta, Retrying, TextDelta, Usage
+from tuiapp.vocab.messages import Message, Reasoning, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class ProviderFailure(Exception):
         retryable: bool = False,
         retry_after: float | None = None,
     ) -> None:
-        from tuiapp.core.secrets import scrub_error
+        from tuiapp.security.secrets import scrub_error
 
         message = scrub_error(message)  # whatever built it: no part of a known key gets out
         super().__init__(message)
@@ -104,7 +104,7 @@ def _filtered(stream: Callable[..., AsyncIterator[StreamItem]]
     @functools.wraps(stream)
     def filtered(self: Provider, messages: Sequence[Message], tools: Sequence[ToolSpec],
                  system: str | None) -> AsyncIterator[StreamItem]:
-        from tuiapp.core import secrets
+        from tuiapp.security import secrets
 
         return stream(self, *secrets.outgoing(messages, tools, system))
 
@@ -148,6 +148,6 @@ async def stream_with_retries(
 def mask_secret(text: str, secret: str | None) -> str:
     """Remove every key from an error text: APIs echo a prefix of it, and an HTTP library
     quotes a whole header it refused (secrets.scrub_error)."""
-    from tuiapp.core import secrets
+    from tuiapp.security import secrets
 
     return secrets.scrub_error(text, extra=(secret, secret.strip() if secret else None))
