@@ -135,13 +135,9 @@ class ServerConnection:
     # ---- the connection task ------------------------------------------------------------
 
     async def _run(self, run: _Run) -> None:
-        # 0600 in a 0700 folder, filtered, capped (security/logfile). A server's `env` and
-        # key-shaped arguments are registered first: it may well print them.
-        self._given_env()
-        _note_key_args(self.cfg.args)
-        with contextlib.closing(LogFile(self.log, secrets.active)) as log:
-            now = time.strftime("%Y-%m-%d %H:%M:%S")
-            log.write(f"# kep: starting {self._describe()} at {now}\n")
+        self._given_env()  # its env and key-shaped args are secrets before it can print them
+        with contextlib.closing(LogFile(self.log, secrets.active)) as log:  # 0600, filtered, capped
+            log.write(f"# kep: starting {self._describe()} at {time.strftime('%F %T')}\n")
             log.flush()
             try:
                 await self._connect_and_serve(run, log)
@@ -229,7 +225,7 @@ class ServerConnection:
 
     def _given_env(self) -> dict[str, str]:
         given = secrets.expand_vars(self.cfg.env)
-        secrets.note_passed(given)  # a server that echoes its token gets it redacted
+        secrets.note_passed(given, self.cfg.args)  # a server that echoes them gets them redacted
         return given
 
     def _http_client(self, headers: dict[str, str] | None = None, timeout: Any = None,
@@ -391,12 +387,6 @@ class _EndWatch:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-
-def _note_key_args(args: list[str]) -> None:
-    """A token given on the command line (`--token ghp_…`) is a secret too."""
-    secrets.note_passed({f"arg{i}": m.group() for i, a in enumerate(args)
-                         for m in [secrets.KEY_SHAPED.search(a)] if m})
 
 
 def _leaf(error: BaseException) -> BaseException:

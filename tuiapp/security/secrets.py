@@ -68,12 +68,16 @@ _dotenv_values: dict[str, str] = {}  # value → name, as the `.env` file says (
 _last_config: Config | None = None  # the config `active()` reads provider settings from
 
 
-def note_passed(env: Mapping[str, str]) -> None:
+def note_passed(env: Mapping[str, str], args: Iterable[str] = ()) -> None:
     """Record the secret-looking values kep hands a child on purpose (an MCP server's `env`,
-    mcp.json's included): the child may echo them, so they are redacted too."""
+    mcp.json's included, and a token on its command line): the child may echo them, so they
+    are redacted too."""
     for name, value in env.items():
         if looks_secret_name(name) or KEY_SHAPED.search(value):
             _passed_values.setdefault(value, name)
+    for i, arg in enumerate(args):
+        if m := KEY_SHAPED.search(arg):
+            _passed_values.setdefault(m.group(), f"argument {i + 1}")
 
 
 def note_dotenv(values: Mapping[str, str | None] | Iterable[str]) -> None:
