@@ -297,3 +297,31 @@ def test_every_write_site_is_accounted_for() -> None:
                and not any(s.endswith(k) for k in WRITE_SITES)}
     assert not unknown, f"new places that write files: {sorted(unknown)} (add them to " \
                         "WRITE_SITES with why no key can reach them, or filter them)"
+
+
+async def test_an_mcp_server_printing_its_token_logs_it_redacted(tmp_path: Path) -> None:
+    """The observed failure: a passed token in clear in logs/mcp-NAME.log."""
+    import sys
+
+    from mcp import Client, StdioServerParameters
+
+    from tuiapp.mcp.stdio_transport import stdio_transport
+
+    token = "ghp_" + "Xy7Qw2Er9Tz4Ui1Op8As3Df6Gh5Jk0Lm"
+    secrets.note_passed({"GITHUB_PERSONAL_ACCESS_TOKEN": token})
+    script = ("import os, sys, time\nt = os.environ['GITHUB_PERSONAL_ACCESS_TOKEN']\n"
+              "sys.stderr.write('auth with ' + t[:9]); sys.stderr.flush(); time.sleep(0.2)\n"
+              "sys.stderr.write(t[9:] + ' hex ' + t.encode().hex() + '\\n'); sys.stderr.flush()\n")
+    params = StdioServerParameters(command=sys.executable, args=["-c", script],
+                                   env={"GITHUB_PERSONAL_ACCESS_TOKEN": token})
+    path = tmp_path / "logs" / "mcp-gh.log"
+    log = LogFile(path, secrets.active)
+    with pytest.raises(Exception):  # noqa: B017 - it exits instead of answering
+        async with Client(stdio_transport(params, errlog=log), mode="legacy",
+                          read_timeout_seconds=5):
+            pass
+    log.close()
+    text = path.read_bytes()
+    assert b"auth with [redacted GITHUB_PERSONAL_ACCESS_TOKEN]" in text
+    assert leaked(text, token) == []
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
