@@ -325,3 +325,34 @@ async def test_an_mcp_server_printing_its_token_logs_it_redacted(tmp_path: Path)
     assert b"auth with [redacted GITHUB_PERSONAL_ACCESS_TOKEN]" in text
     assert leaked(text, token) == []
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_readfile_at_an_offset_leaks_no_piece_of_the_key(tmp_path: Path) -> None:
+    """The observed failure: readfile (allowed unasked) with offset=16 returned the key minus
+    its first character, and it reached the provider, sessions.db and the spool."""
+    import subprocess
+
+    from conftest import KEP, kep_env
+
+    project = tmp_path / "proj"
+    (project / "prompts" / "functions").mkdir(parents=True)
+    (project / ".env").write_text(f"OPENAI_API_KEY={KEY}\n")
+    script = [
+        {"tool_calls": [{"name": "readfile", "arguments": {"filename": ".env", "offset": 16}}]},
+        {"tool_calls": [{"name": "readfile", "arguments": {"filename": ".env", "offset": 0,
+                                                            "length": 28}}]},
+        {"text": "done"},
+    ]
+    with FakeLLMServer(script) as server:
+        (project / "kep.toml").write_text(
+            'model = "fake/m"\n[providers.fake]\n'
+            f'api = "chat"\nbase_url = "{server.base_url}"\napi_key_env = "FAKE_LLM_KEY"\n')
+        env = kep_env(FAKE_LLM_KEY="fake-provider-key-0123456789")
+        res = subprocess.run([*KEP, "run", "--yes", "--project", str(project), "read it"],
+                             cwd=project, env=env, capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        requests = [json.dumps(r.body) for r in server.requests]
+    assert len(requests) == 3 and "[redacted OPENAI_API_KEY]" in requests[1]
+    stored = [p.read_bytes() for p in Path(env["KEP_DATA_DIR"]).rglob("*") if p.is_file()]
+    for data in [*requests, res.stdout, res.stderr, *stored]:
+        assert leaked(data) == []
