@@ -88,6 +88,8 @@ async def stdio_transport(params: StdioServerParameters, errlog: ErrLog
                 await _stop(process, errlog)
                 with anyio.move_on_after(FLUSH_WAIT):  # its last words (the exit status)
                     await stderr_done.wait()
+                with contextlib.suppress(*_PIPE_ERRORS):
+                    await process.stderr.aclose()  # type: ignore[union-attr]
             tg.cancel_scope.cancel()
 
 
@@ -181,6 +183,7 @@ async def _stop(process: Process, errlog: ErrLog) -> None:
         _note(errlog, f"process {process.pid} is still alive after SIGKILL; left behind")
     with contextlib.suppress(*_PIPE_ERRORS):
         await process.stdout.aclose()  # a surviving child may hold it open: unblock the reader
+
     # The asyncio transport stays open (and warns when collected) while a child holds a pipe;
     # nothing public closes it, hence the attribute walk (a no-op where it is not there).
     close = getattr(getattr(getattr(process, "_process", None), "_transport", None), "close", None)
