@@ -87,6 +87,12 @@ def isolated_home(
     monkeypatch.setattr(trust, "_RUN_TRUSTED", set())
     trust.trust(tmp_path_factory.getbasetemp())
     trust.trust(REPO / "tests" / "fixtures")
+    # The secrets registry is process-wide (like os.environ): each test starts with none.
+    from tuiapp.security import secrets
+
+    for name, empty in (("_dotenv_names", set()), ("_passed_values", {}),
+                        ("_dotenv_values", {}), ("_last_config", None)):
+        monkeypatch.setattr(secrets, name, empty)
     return home
 
 

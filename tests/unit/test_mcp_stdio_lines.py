@@ -20,6 +20,8 @@ from mcp_types import CONNECTION_CLOSED
 from tuiapp.mcp.client import McpFormat, McpManager
 from tuiapp.mcp.stdio_lines import LINE_CAP, Dropped, LineSplitter, response_id
 from tuiapp.mcp.stdio_transport import stdio_transport
+from tuiapp.security import secrets
+from tuiapp.security.logfile import LogFile
 from tuiapp.settings.config_types import Config, McpServerConfig
 from tuiapp.tools.runner import Runner
 from tuiapp.vocab.messages import ToolCall
@@ -60,7 +62,7 @@ async def connected(tmp_path: Path) -> AsyncIterator[Any]:
     async def log(params: Any) -> None:
         logs.append(str(params.data))
 
-    errlog = (tmp_path / "server.log").open("w+", encoding="utf-8")
+    errlog = LogFile(tmp_path / "server.log", secrets.active)
     params = StdioServerParameters(command=sys.executable, args=[RAW])
     client = Client(stdio_transport(params, errlog=errlog), mode="legacy",
                     read_timeout_seconds=30, logging_callback=log)
@@ -68,6 +70,10 @@ async def connected(tmp_path: Path) -> AsyncIterator[Any]:
         client.logs, client.errlog = logs, errlog  # type: ignore[attr-defined]
         yield client
     errlog.close()
+
+
+def _log(tmp_path: Path) -> LogFile:
+    return LogFile(tmp_path / "server.log", secrets.active)
 
 
 def text_of(result: Any) -> str:
@@ -83,8 +89,9 @@ async def test_a_50_mb_line_is_dropped_in_one_clear_line_without_stalling_kep(
         assert got.error.message == "sent a line over 32 MB (50.0 MB); dropped"
         assert stall < STALL_LIMIT, f"the event loop stalled {stall * 1000:.0f} ms"
         assert text_of(await raw.call_tool("echo", {"text": "still here"})) == "still here"
-        raw.errlog.seek(0)  # type: ignore[attr-defined]
-        assert "# kep: the server sent a line over 32 MB (50.0 MB); dropped" in raw.errlog.read()  # type: ignore[attr-defined]
+        raw.errlog.flush()  # type: ignore[attr-defined]
+        assert "# kep: the server sent a line over 32 MB (50.0 MB); dropped" in (
+            raw.errlog.path.read_text())  # type: ignore[attr-defined]
 
 
 async def test_a_5_mb_image_arrives_whole_and_a_30_mb_line_without_a_long_stall(
@@ -114,7 +121,7 @@ async def test_invalid_utf8_fails_that_answer_only(tmp_path: Path) -> None:
 async def test_invalid_utf8_is_replaced_when_the_server_is_set_up_so(tmp_path: Path) -> None:
     params = StdioServerParameters(command=sys.executable, args=[RAW],
                                    encoding_error_handler="replace")
-    async with Client(stdio_transport(params, errlog=sys.stderr), mode="legacy") as client:
+    async with Client(stdio_transport(params, errlog=_log(tmp_path)), mode="legacy") as client:
         assert text_of(await client.call_tool("bad_utf8", {})) == "caf\ufffd \ufffd"
 
 
@@ -133,8 +140,8 @@ async def test_a_server_that_ends_without_a_newline(tmp_path: Path) -> None:
         with pytest.raises(MCPError) as caught:
             await asyncio.wait_for(raw.call_tool("no_newline", {}), 10)
         assert caught.value.error.code == CONNECTION_CLOSED
-        raw.errlog.seek(0)  # type: ignore[attr-defined]
-        log = raw.errlog.read()  # type: ignore[attr-defined]
+        raw.errlog.flush()  # type: ignore[attr-defined]
+        log = raw.errlog.path.read_text()  # type: ignore[attr-defined]
         assert "# kep: the server ended its output with 20 bytes and no newline; dropped" in log
 
 
@@ -144,7 +151,7 @@ async def test_the_server_gets_its_env_cwd_and_kep_s_mark(
     monkeypatch.setenv("HOME", str(tmp_path))
     params = StdioServerParameters(command=sys.executable, args=[RAW], cwd=tmp_path,
                                    env={"KEP_OWNER": "forged", "GIVEN": "yes"})
-    async with Client(stdio_transport(params, errlog=sys.stderr), mode="legacy") as client:
+    async with Client(stdio_transport(params, errlog=_log(tmp_path)), mode="legacy") as client:
         async def get(tool: str, **args: str) -> str:
             return text_of(await client.call_tool(tool, args))
 
@@ -166,7 +173,7 @@ def alive(pid: int) -> bool:
 @pytest.mark.usefixtures("unsandboxed")  # reads pids from outside
 async def test_a_deaf_server_and_its_child_are_killed_within_bounds(tmp_path: Path) -> None:
     params = StdioServerParameters(command=sys.executable, args=[RAW, "--deaf"])
-    client = Client(stdio_transport(params, errlog=sys.stderr), mode="legacy")
+    client = Client(stdio_transport(params, errlog=_log(tmp_path)), mode="legacy")
     async with client:
         pids = [int(p) for p in text_of(await client.call_tool("pids", {})).split()]
         assert len(pids) == 2 and all(map(alive, pids))

@@ -54,7 +54,7 @@ async def serve(config: Config, wire_in: int, wire_out: int, *, allow_ask: bool 
     from mcp.server.stdio import stdio_server
 
     from tuiapp.mcp.client import McpFormat, McpManager
-    from tuiapp.mcp.server import KepMcpServer
+    from tuiapp.mcp.server import FilteredWire, KepMcpServer
     from tuiapp.project.reloader import Reloader
     from tuiapp.project.workspace import Workspace
     from tuiapp.settings import paths
@@ -104,8 +104,8 @@ async def serve(config: Config, wire_in: int, wire_out: int, *, allow_ask: bool 
     reload_task = asyncio.create_task(reloader.run())
     stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_in, "rb", closefd=False),
                                              encoding="utf-8", errors="replace"))
-    stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_out, "wb", closefd=False),
-                                              encoding="utf-8"))
+    stdout = anyio.wrap_file(FilteredWire(io.TextIOWrapper(  # no key reaches the client
+        os.fdopen(wire_out, "wb", closefd=False), encoding="utf-8")))
     try:
         async with stdio_server(stdin, stdout) as (read, write):
             await server.server.run(read, write, server.init_options())

@@ -19,7 +19,9 @@ recorder.OrderedRecorder writes those from a thread with its own Store, and show
 they are committed. Other processes (`kep sessions` while the TUI writes) are fine: WAL
 readers never block the writer.
 
-Secrets: the store sees only events and messages, never provider config or headers.
+Secrets: the store sees only events and messages, never provider config or headers, and
+every value any statement writes passes the secrets filter first (FilteredConnection): no
+write method can store a key by forgetting to.
 
 The schema and its migration are in store_schema, the recording of events in store_recording;
 making a recorded history valid to send again is session_history.
@@ -29,10 +31,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +44,7 @@ from typing import Any
 from tuiapp.conversation.session_history import history_for_model
 from tuiapp.conversation.store_recording import EventRecording
 from tuiapp.conversation.store_schema import StoreError, default_path, migrate
+from tuiapp.security import secrets as secrets_filter
 from tuiapp.vocab.events import Usage
 from tuiapp.vocab.messages import Message
 
@@ -92,6 +96,33 @@ class ToolCallRecord:
         return dict(self.__dict__)
 
 
+_WRITES = re.compile(r"\s*(INSERT|UPDATE|REPLACE)\b", re.I)
+
+
+class FilteredConnection(sqlite3.Connection):
+    """A connection whose writes pass every text parameter through the secrets filter (JSON
+    text as JSON, so a label never cuts an escape)."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        if parameters and _WRITES.match(sql):
+            parameters = _filtered(parameters)
+        return super().execute(sql, parameters)
+
+    def executemany(self, sql: str, seq: Any, /) -> sqlite3.Cursor:
+        if _WRITES.match(sql):
+            seq = [_filtered(p) for p in seq]
+        return super().executemany(sql, seq)
+
+
+def _filtered(parameters: Any) -> Any:
+    s = secrets_filter.active()
+    if isinstance(parameters, Mapping):
+        return {k: secrets_filter.redact_json_text(v, s) if isinstance(v, str) else v
+                for k, v in parameters.items()}
+    return tuple(secrets_filter.redact_json_text(v, s) if isinstance(v, str) else v
+                 for v in parameters)
+
+
 def new_session_id() -> str:
     return secrets.token_hex(4)  # 8 hex chars: short enough to type, 4e9 values
 
@@ -117,7 +148,8 @@ class Store(EventRecording):
             if not path.exists():
                 # Sessions hold private conversations: owner-only (-wal/-shm copy this mode).
                 os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-            conn = sqlite3.connect(path, isolation_level=None, timeout=5.0)
+            conn = sqlite3.connect(path, isolation_level=None, timeout=5.0,
+                                   factory=FilteredConnection)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             store = cls(conn, path)

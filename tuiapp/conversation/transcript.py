@@ -1,4 +1,6 @@
-"""A recorded session as readable text, Markdown or JSON (for `kep sessions show|export`)."""
+"""A recorded session as readable text, Markdown or JSON (for `kep sessions show|export` and the
+TUI's export). Every form passes the secrets filter last: a session recorded before a key was
+known (or by an older kep) still exports without it."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from tuiapp.conversation.store import SessionInfo, Store, ToolCallRecord
+from tuiapp.security import secrets
 from tuiapp.security.display import json_printable, printable
 from tuiapp.vocab.messages import Message, ToolCall
 
@@ -98,7 +101,7 @@ def to_text(t: Transcript) -> str:
         if m.interrupted and not m.content:
             lines.append("(no text arrived)")
         lines.append("")
-    return printable("\n".join(lines))  # the display edge: shown on a terminal
+    return secrets.active().redact(printable("\n".join(lines)))  # shown on a terminal
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -129,7 +132,7 @@ def to_markdown(t: Transcript) -> str:
         if m.interrupted:
             out += ["*(reply interrupted)*", ""]
     # The text is kept, never a raw control character: Markdown is read on terminals too.
-    return printable("\n".join(out))
+    return secrets.active().redact(printable("\n".join(out)))
 
 
 def to_json(t: Transcript) -> str:
@@ -139,5 +142,6 @@ def to_json(t: Transcript) -> str:
     doc = {"session": session,
            "messages": [m.to_dict(image_data=False) for m in t.messages],
            "tool_calls": [c.to_dict() for c in t.calls]}
+    doc = secrets.redact_data(doc)
     # Exact data; the control characters json.dumps leaves raw are written as \u escapes.
     return json_printable(json.dumps(doc, ensure_ascii=False, indent=2)) + "\n"

@@ -24,6 +24,8 @@ from tuiapp.mcp.connection import ServerConnection, ServerState, one_line, sourc
 from tuiapp.mcp.results import result_parts
 from tuiapp.mcp.servers import MCP_JSON, McpJsonError, configured_servers
 from tuiapp.mcp.startup import kill_wrapper_group
+from tuiapp.security import secrets
+from tuiapp.security.logfile import LogHandler
 from tuiapp.settings import paths
 from tuiapp.settings.config_types import Config, McpServerConfig
 from tuiapp.tools.formats.base import FormatContext, ToolFormat, ToolLoadError
@@ -279,11 +281,7 @@ def _quiet_sdk_logging() -> None:
         return
     _logging_quieted = True
     target = paths.data_dir() / "logs" / "mcp-sdk.log"
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.FileHandler(target, delay=True)
-    except OSError:
-        handler = logging.NullHandler()
+    handler: logging.Handler = LogHandler(target, secrets.active)  # filtered, capped, 0600
     handler.setLevel(logging.WARNING)
     logger = logging.getLogger("mcp")
     logger.addHandler(handler)

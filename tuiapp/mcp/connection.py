@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import anyio
 import mcp.types as types
@@ -31,6 +31,7 @@ from tuiapp.mcp.servers import expand_headers, tool_name, unset_header_vars
 from tuiapp.mcp.state import ServerState, ServerStatus
 from tuiapp.mcp.stdio_transport import stdio_transport
 from tuiapp.security import secrets
+from tuiapp.security.logfile import LogFile
 from tuiapp.settings import paths
 from tuiapp.settings.config_types import Config, McpServerConfig
 from tuiapp.tools.schema import schema_error
@@ -134,10 +135,9 @@ class ServerConnection:
     # ---- the connection task ------------------------------------------------------------
 
     async def _run(self, run: _Run) -> None:
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        with self.log.open("w", encoding="utf-8", errors="replace") as log:
-            now = time.strftime("%Y-%m-%d %H:%M:%S")
-            log.write(f"# kep: starting {self._describe()} at {now}\n")
+        self._given_env()  # its env and key-shaped args are secrets before it can print them
+        with contextlib.closing(LogFile(self.log, secrets.active)) as log:  # 0600, filtered, capped
+            log.write(f"# kep: starting {self._describe()} at {time.strftime('%F %T')}\n")
             log.flush()
             try:
                 await self._connect_and_serve(run, log)
@@ -150,7 +150,7 @@ class ServerConnection:
             finally:
                 run.client = None
 
-    async def _connect_and_serve(self, run: _Run, log: IO[str]) -> None:
+    async def _connect_and_serve(self, run: _Run, log: LogFile) -> None:
         async def on_message(message: Any) -> None:
             # Called inline by the SDK's read loop: never make a request from here.
             if isinstance(message, types.ToolListChangedNotification):
@@ -198,7 +198,7 @@ class ServerConnection:
             self.specs = {}
             self.set_state("exited", reason)
 
-    def _transport(self, log: IO[str]) -> Any:
+    def _transport(self, log: LogFile) -> Any:
         if self.cfg.url:
             env = {**os.environ, **self.cfg.env}
             headers = expand_headers(self.cfg.headers, env)
@@ -225,7 +225,7 @@ class ServerConnection:
 
     def _given_env(self) -> dict[str, str]:
         given = secrets.expand_vars(self.cfg.env)
-        secrets.note_passed(given)  # a server that echoes its token gets it redacted
+        secrets.note_passed(given, self.cfg.args)  # a server that echoes them gets them redacted
         return given
 
     def _http_client(self, headers: dict[str, str] | None = None, timeout: Any = None,
@@ -319,7 +319,7 @@ class ServerConnection:
             return f"command not found: {self.cfg.command}"
         return one_line(error).removeprefix("MCPError: ")  # the server's words, or kep's
 
-    def _logger(self, log: IO[str]) -> Callable[[types.LoggingMessageNotificationParams], Any]:
+    def _logger(self, log: LogFile) -> Callable[[types.LoggingMessageNotificationParams], Any]:
         """notifications/message from the server go to its log file, like its stderr."""
 
         async def write(params: types.LoggingMessageNotificationParams) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import IO, Any
 
 import mcp.types as types
 from mcp.server import Server
@@ -26,14 +26,13 @@ from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
-from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tuiapp import __version__
-from tuiapp.security import policy
+from tuiapp.security import policy, secrets
 from tuiapp.security.approval_flow import HookRunner, hook_payload, with_hook
 from tuiapp.settings.config_types import ApprovalConfig
 from tuiapp.tools.schema import arguments_error
@@ -181,9 +180,24 @@ class KepMcpServer:
         # Handshake-era clients learn here that list_changed notifications will come.
         return self.server.create_initialization_options(NotificationOptions(tools_changed=True))
 
-    async def run_stdio(self) -> None:
-        async with stdio_server() as (read, write):
-            await self.server.run(read, write, self.init_options())
+
+
+class FilteredWire:
+    """kep's end of the wire to an MCP client: every line written (results, progress, tool
+    lists, errors: all of it) passes the secrets filter first, as JSON."""
+
+    def __init__(self, raw: IO[str]) -> None:
+        self._raw = raw
+
+    def write(self, text: str) -> int:
+        body = text.rstrip("\n")
+        return self._raw.write(secrets.redact_json_text(body) + text[len(body):])
+
+    def flush(self) -> None:
+        self._raw.flush()
+
+    def close(self) -> None:
+        self._raw.close()
 
 
 class _ProgressRelay:

@@ -5,10 +5,10 @@ big lines parsed off the event loop).
 It yields the (read stream, write stream) pair the SDK's Client expects and keeps what kep
 relies on from the SDK's transport: the server's environment (the SDK's safe defaults, the
 given `env` over them, and kep's KEP_OWNER mark, see tuiapp/tools/lifetime.py) and cwd, stderr
-to `errlog` (the server's log), a session and process group of its own, and the shutdown the
-MCP spec describes: stdin closed, 2 s, SIGTERM to the group, 2 s, SIGKILL, every wait bounded
-and shielded from the caller's cancellation (startup.stopped_within_bounds kills the group
-itself if even that is not enough).
+to `errlog` (the server's log; through kep, which filters and caps it), a session and process
+group of its own, and the shutdown the MCP spec describes: stdin closed, 2 s, SIGTERM to the
+group, 2 s, SIGKILL, every wait bounded and shielded from the caller's cancellation
+(startup.stopped_within_bounds kills the group itself if even that is not enough).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, TextIO
+from typing import Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -43,26 +43,39 @@ _PIPE_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
 Incoming = SessionMessage | Exception
 
 
+class ErrLog(Protocol):
+    """Where a server's stderr and kep's notes about it go (security.logfile.LogFile)."""
+
+    def write(self, text: str) -> int: ...
+    def write_bytes(self, data: bytes) -> None: ...
+    def flush(self) -> None: ...
+
+
 @asynccontextmanager
-async def stdio_transport(params: StdioServerParameters, errlog: TextIO = sys.stderr,
+async def stdio_transport(params: StdioServerParameters, errlog: ErrLog,
                           server: str | None = None) -> AsyncIterator[tuple[Any, Any]]:
     """Start the server and connect to it over its stdin/stdout (OSError if it cannot start)."""
     if os.name != "posix" or "\n".encode(params.encoding) != b"\n":
         # Windows needs the SDK's job objects; an encoding whose newline is not the byte 0x0A
         # (UTF-16/32) cannot be split as bytes. Neither is kep's case; the SDK serves both.
-        async with stdio_client(params, errlog=errlog) as streams:
+        # There its stderr cannot pass the secrets filter, so none of it is kept.
+        async with stdio_client(params, errlog=subprocess.DEVNULL) as streams:  # type: ignore[arg-type]
             yield streams
         return
     env = get_default_environment() | (params.env or {})
     if owner := os.environ.get(OWNER_VAR):  # a server's own env cannot drop the mark
         env[OWNER_VAR] = owner
-    process = await spawn.open_process([params.command, *params.args], env=env, stderr=errlog,
-                                       cwd=params.cwd, server=server, start_new_session=True)
+    # stderr comes through kep (a pipe), so the log gets it filtered and capped.
+    process = await spawn.open_process([params.command, *params.args], env=env,
+                                       stderr=subprocess.PIPE, cwd=params.cwd, server=server,
+                                       start_new_session=True)
     # No await from here until the task group is entered: a cancel in between would leak it.
     read_send, read_recv = anyio.create_memory_object_stream[Incoming](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
     writer_done = anyio.Event()
+    stderr_done = anyio.Event()
     async with anyio.create_task_group() as tg:
+        tg.start_soon(_pump_stderr, process, errlog, stderr_done)
         tg.start_soon(_read, process, read_send, params, errlog)
         tg.start_soon(_write, process, write_recv, read_send, params, writer_done)
         try:
@@ -74,11 +87,15 @@ async def stdio_transport(params: StdioServerParameters, errlog: TextIO = sys.st
                 with anyio.move_on_after(FLUSH_WAIT):
                     await writer_done.wait()
                 await _stop(process, errlog)
+                with anyio.move_on_after(FLUSH_WAIT):  # its last words (the exit status)
+                    await stderr_done.wait()
+                with contextlib.suppress(*_PIPE_ERRORS):
+                    await process.stderr.aclose()  # type: ignore[union-attr]
             tg.cancel_scope.cancel()
 
 
 async def _read(process: Process, out: MemoryObjectSendStream[Incoming],
-                params: StdioServerParameters, errlog: TextIO) -> None:
+                params: StdioServerParameters, errlog: ErrLog) -> None:
     """stdout → messages, one line at a time. Nothing more is read while the session has not
     taken the last message (back-pressure); once it is gone, the rest is read and dropped."""
     assert process.stdout is not None
@@ -104,6 +121,19 @@ async def _read(process: Process, out: MemoryObjectSendStream[Incoming],
                           "dropped")
 
 
+async def _pump_stderr(process: Process, errlog: ErrLog, done: anyio.Event) -> None:
+    """The server's stderr into its log, as it comes (the log filters it)."""
+    assert process.stderr is not None
+    try:
+        with contextlib.suppress(anyio.EndOfStream, *_PIPE_ERRORS):
+            while True:
+                chunk = await process.stderr.receive(READ_SIZE)
+                errlog.write_bytes(chunk)
+                errlog.flush()
+    finally:
+        done.set()
+
+
 async def _message(item: bytes | Dropped, params: StdioServerParameters) -> stdio_lines.Parsed:
     if isinstance(item, Dropped):
         return stdio_lines.dropped(item)
@@ -113,7 +143,7 @@ async def _message(item: bytes | Dropped, params: StdioServerParameters) -> stdi
     return stdio_lines.parse(item, params.encoding, params.encoding_error_handler)
 
 
-def _note(errlog: TextIO, what: str) -> None:
+def _note(errlog: ErrLog, what: str) -> None:
     """A line in the server's log, as kep writes its own there ("# kep: …")."""
     with contextlib.suppress(ValueError, OSError):  # the log may be closed already
         errlog.write(f"# kep: the server {what}\n")
@@ -138,7 +168,7 @@ async def _write(process: Process, messages: MemoryObjectReceiveStream[SessionMe
         done.set()
 
 
-async def _stop(process: Process, errlog: TextIO) -> None:
+async def _stop(process: Process, errlog: ErrLog) -> None:
     """stdin closed, then SIGTERM and SIGKILL to the server's process group, each after a
     bounded wait. Never process.wait(): a child holding the pipes would make it hang."""
     assert process.stdin is not None and process.stdout is not None
@@ -154,6 +184,7 @@ async def _stop(process: Process, errlog: TextIO) -> None:
         _note(errlog, f"process {process.pid} is still alive after SIGKILL; left behind")
     with contextlib.suppress(*_PIPE_ERRORS):
         await process.stdout.aclose()  # a surviving child may hold it open: unblock the reader
+
     # The asyncio transport stays open (and warns when collected) while a child holds a pipe;
     # nothing public closes it, hence the attribute walk (a no-op where it is not there).
     close = getattr(getattr(getattr(process, "_process", None), "_transport", None), "close", None)

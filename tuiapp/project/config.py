@@ -33,7 +33,9 @@ def load(project_root: Path | None = None, user_file: Path | None = None,
                                in_force if state.trusted else None)
     # A rule whose own examples fail is a config error: none of the rules apply.
     rule_examples.check_all(cfg.approval)
-    return Config(**{**cfg.__dict__, "trust": state})
+    loaded = Config(**{**cfg.__dict__, "trust": state})
+    secrets.collect(loaded)  # what leaves kep is filtered with this config's keys from now on
+    return loaded
 
 
 def load_dotenv(root: Path, state: TrustState | None = None) -> list[str]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tuiapp.settings.config_types import ProviderConfig
 from tuiapp.vocab.events import Notice, ReasoningDelta, Retrying, TextDelta, Usage
@@ -50,6 +52,14 @@ class ProviderFailure(Exception):
 
 class Provider(ABC):
     """Streams one model response for a history. Implementations import their SDK lazily."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every provider's `stream`, now and later, gets the request through the secrets
+        filter first (secrets.outgoing): no adapter can send a key by forgetting to."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("stream")
+        if own is not None and not getattr(own, "_filtered", False):
+            cls.stream = _filtered(own)  # type: ignore[method-assign]
 
     def __init__(self, config: ProviderConfig, model: str) -> None:
         self.config = config
@@ -97,6 +107,19 @@ class Provider(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release network clients."""
+
+
+def _filtered(stream: Callable[..., AsyncIterator[StreamItem]]
+              ) -> Callable[..., AsyncIterator[StreamItem]]:
+    @functools.wraps(stream)
+    def filtered(self: Provider, messages: Sequence[Message], tools: Sequence[ToolSpec],
+                 system: str | None) -> AsyncIterator[StreamItem]:
+        from tuiapp.security import secrets
+
+        return stream(self, *secrets.outgoing(messages, tools, system))
+
+    filtered._filtered = True  # type: ignore[attr-defined]
+    return filtered
 
 
 async def stream_with_retries(

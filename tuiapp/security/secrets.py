@@ -9,27 +9,36 @@ server's `GITHUB_PAT`). From it:
   discovery fork server, MCP servers): kep's own minus those variables, and minus any other
   variable holding one of those values, unless passed on purpose (`[tools] pass_env`, a
   server's `env`).
-- `Secrets.redact` / `StreamRedactor` replace the values with `[redacted NAME]` in tool output
-  before it reaches the model, the session store, the spool, the panes or an export.
+- `Secrets.redact` / `Secrets.stream` (the one filter, security/redact) replace the values,
+  any 12 characters of them and their base64/hex/percent encodings with `[redacted NAME]`, in
+  everything that leaves kep: provider requests, the session store, the spool, the panes,
+  exports, logs and `kep mcp serve` results (`active()` is the registry those use).
 - `scrub_error` also removes fragments of a key and key-shaped tokens from error text.
 - `mask_config` hides secrets in `kep config show`, by name and by value.
 
 Values shorter than MIN_SECRET_LEN characters are never redacted: "1" or "true" would turn
 every output into noise, and so short a value is no key. Their variables are still kept from
-children. No Textual here (core).
+children. Values of MIN_SECRET_LEN to 11 characters are redacted whole only (see redact).
+No Textual here (core).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tuiapp.security.redact import Filter, StreamFilter
+
 if TYPE_CHECKING:
     from tuiapp.settings.config_types import Config
+    from tuiapp.vocab.messages import Message
+    from tuiapp.vocab.tool_specs import ToolSpec
 
 MIN_SECRET_LEN = 8
 MIN_FRAGMENT = 8  # a run this long of a key, found in an error text, is scrubbed
@@ -55,19 +64,33 @@ KEY_SHAPED = re.compile(
 # Names read from the project's `.env` (process-wide, like the os.environ they were put in).
 _dotenv_names: set[str] = set()
 _passed_values: dict[str, str] = {}  # value → name, handed to a child on purpose
+_dotenv_values: dict[str, str] = {}  # value → name, as the `.env` file says (even if overridden)
+_last_config: Config | None = None  # the config `active()` reads provider settings from
 
 
-def note_passed(env: Mapping[str, str]) -> None:
+def note_passed(env: Mapping[str, str], args: Iterable[str] = ()) -> None:
     """Record the secret-looking values kep hands a child on purpose (an MCP server's `env`,
-    mcp.json's included): the child may echo them, so they are redacted too."""
+    mcp.json's included, and a token on its command line): the child may echo them, so they
+    are redacted too."""
     for name, value in env.items():
         if looks_secret_name(name) or KEY_SHAPED.search(value):
             _passed_values.setdefault(value, name)
+    for i, arg in enumerate(args):
+        if m := KEY_SHAPED.search(arg):
+            _passed_values.setdefault(m.group(), f"argument {i + 1}")
 
 
-def note_dotenv(names: Iterable[str]) -> None:
-    """Record the variables a `.env` file declares: from now on they are secrets."""
+def note_dotenv(values: Mapping[str, str | None] | Iterable[str]) -> None:
+    """Record the variables a `.env` file declares: from now on they are secrets. Their values
+    too, as the file has them: one that the environment overrides is still in the file, which
+    a tool may read."""
+    names = list(values)
     _dotenv_names.update(n for n in names if is_secret_name_candidate(n))
+    if isinstance(values, Mapping):
+        for name in names:
+            value = values[name]
+            if value and is_secret_name_candidate(name):
+                _dotenv_values.setdefault(value, name)
 
 
 def is_secret_name_candidate(name: str) -> bool:
@@ -80,14 +103,13 @@ def looks_secret_name(name: str) -> bool:
 
 @dataclass(frozen=True)
 class Secrets:
-    """A snapshot of the registry: the names kept from children, the values redacted."""
+    """A snapshot of the registry: the names kept from children, the values redacted (by the
+    one filter, security/redact: pieces of 12 characters and encodings too)."""
 
     names: frozenset[str] = frozenset()
     values: tuple[tuple[str, str], ...] = ()  # (value, NAME), longest value first
     passed: frozenset[str] = frozenset()  # names the user passes to tools on purpose
-    _rx: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
-    _brx: re.Pattern[bytes] | None = field(default=None, compare=False, repr=False)
-    _labels: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    _filter: Filter = field(default_factory=lambda: Filter(()), compare=False, repr=False)
 
     @classmethod
     def of(cls, named: Mapping[str, str], extra_values: Iterable[tuple[str, str]] = (),
@@ -98,35 +120,24 @@ class Secrets:
             if value and len(value) >= MIN_SECRET_LEN and value not in by_value:
                 by_value[value] = name
         pairs = tuple(sorted(by_value.items(), key=lambda p: -len(p[0])))
-        rx = re.compile("|".join(re.escape(v) for v, _ in pairs)) if pairs else None
-        brx = (re.compile(b"|".join(re.escape(v.encode()) for v, _ in pairs))
-               if pairs else None)
-        labels = {v: f"[redacted {n}]" for v, n in pairs}
-        return cls(frozenset(named), pairs, frozenset(passed), rx, brx, labels)
+        return cls(frozenset(named), pairs, frozenset(passed), _filter_for(pairs))
 
     # ---- redaction -----------------------------------------------------------------------
 
-    def _label(self, value: str) -> str:
-        return self._labels.get(value, "[redacted]")
-
     def redact(self, text: str) -> str:
-        if self._rx is None or not text:
-            return text
-        return self._rx.sub(lambda m: self._label(m.group()), text)
+        return self._filter.redact(text)
 
     def redact_bytes(self, data: bytes) -> bytes:
-        if self._brx is None or not data:
-            return data
-        return self._brx.sub(lambda m: self._label(m.group().decode()).encode(), data)
+        return self._filter.redact_bytes(data)
 
     def contains_bytes(self, data: bytes) -> bool:
-        return self._brx is not None and self._brx.search(data) is not None
+        return self._filter.contains_bytes(data)
 
     def contains(self, text: str) -> bool:
-        return self._rx is not None and self._rx.search(text) is not None
+        return self._filter.contains(text)
 
-    def stream(self) -> StreamRedactor:
-        return StreamRedactor(self)
+    def stream(self) -> StreamFilter:
+        return self._filter.stream()
 
     # ---- the child's environment -----------------------------------------------------------
 
@@ -141,46 +152,13 @@ class Secrets:
                 if k in kept or (k not in self.names and v not in values)}
 
 
-class StreamRedactor:
-    """Redacts a byte stream that arrives in chunks: a key split across two chunks is still
-    caught. Only a tail that could start a key is held back (at most len(longest)-1 bytes), so
-    ordinary output streams without delay."""
+StreamRedactor = StreamFilter  # the name callers knew
 
-    def __init__(self, secrets: Secrets) -> None:
-        self.s = secrets
-        self.carry = b""
-        self._keys = [v.encode() for v, _ in secrets.values]
-        self._firsts = {k[0] for k in self._keys}
-        self._longest = max((len(k) for k in self._keys), default=0)
 
-    def feed(self, data: bytes) -> bytes:
-        brx = self.s._brx
-        if brx is None:
-            return data
-        buf = self.carry + data
-        n = len(buf)
-        hold = n
-        for i in range(max(0, n - self._longest + 1), n):
-            if buf[i] in self._firsts:
-                tail = buf[i:]
-                if any(len(k) > len(tail) and k.startswith(tail) for k in self._keys):
-                    hold = i
-                    break
-        out: list[bytes] = []
-        pos = 0
-        for m in brx.finditer(buf):
-            if m.start() >= hold:
-                break
-            out += [buf[pos:m.start()], self.s._label(m.group().decode()).encode()]
-            pos = m.end()
-        end = max(hold, pos)
-        out.append(buf[pos:end])
-        self.carry = buf[end:]
-        return b"".join(out)
-
-    def flush(self) -> bytes:
-        rest, self.carry = self.carry, b""
-        return self.s.redact_bytes(rest)
+@lru_cache(maxsize=8)
+def _filter_for(pairs: tuple[tuple[str, str], ...]) -> Filter:
+    """Building the index costs ~0.3 ms a value: the same values share one."""
+    return Filter(pairs)
 
 
 # ---- the registry ------------------------------------------------------------------------
@@ -188,10 +166,16 @@ class StreamRedactor:
 
 def collect(config: Config | None = None,
             environ: Mapping[str, str] | None = None) -> Secrets:
-    """The registry as of now: provider key variables, `.env` variables and config secrets."""
+    """The registry as of now: provider key variables, `.env` variables and config secrets.
+    Without a config, the last one given (kep loads one before anything leaves)."""
+    global _last_config
+    if config is None:
+        config = _last_config
+    else:
+        _last_config = config
     env = os.environ if environ is None else environ
     names = set(KNOWN_KEY_VARS) | _dotenv_names
-    extra: list[tuple[str, str]] = list(_passed_values.items())
+    extra: list[tuple[str, str]] = [*_passed_values.items(), *_dotenv_values.items()]
     passed: tuple[str, ...] = ()
     if config is not None:
         names.update(p.api_key_env for p in config.providers.values() if p.api_key_env)
@@ -202,6 +186,73 @@ def collect(config: Config | None = None,
         passed = tuple(getattr(config.tools, "pass_env", ()))
     named = {n: env.get(n, "") for n in names}
     return Secrets.of(named, extra, passed)
+
+
+def active() -> Secrets:
+    """The registry every egress filters with: the store, the spool, provider requests,
+    exports, logs and `kep mcp serve` (see module doc)."""
+    return collect()
+
+
+def redact_data(data: Any, s: Secrets | None = None) -> Any:
+    """A copy of JSON-like data with every string (keys too) filtered."""
+    s = s if s is not None else active()
+    if s._filter.empty:
+        return data
+    if isinstance(data, str):
+        return s.redact(data)
+    if isinstance(data, Mapping):
+        return {redact_data(k, s): redact_data(v, s) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [redact_data(v, s) for v in data]
+    return data
+
+
+def redact_json_text(text: str, s: Secrets | None = None) -> str:
+    """JSON text with its strings filtered (a label in the raw text could cut an escape); text
+    that is not JSON is filtered as text."""
+    s = s if s is not None else active()
+    if s._filter.empty or not s.contains(text):
+        return text
+    if text[:1] in ("{", "["):
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            pass
+        else:
+            return json.dumps(redact_data(data, s), ensure_ascii=False)
+    return s.redact(text)
+
+
+def outgoing(messages: Sequence[Message], tools: Sequence[ToolSpec], system: str | None,
+             s: Secrets | None = None) -> tuple[list[Message], list[ToolSpec], str | None]:
+    """A request as it may leave for a provider: every text in it filtered (what the user
+    typed or included, documents, the system prompt, tool results, the model's own text and
+    calls sent back, tool descriptions). Providers get it through Provider.stream, always."""
+    s = s if s is not None else active()
+    if s._filter.empty:
+        return list(messages), list(tools), system
+    out = [_message_out(m, s) for m in messages]
+    specs = [t if not s.contains(json.dumps([t.description, t.parameters], default=str))
+             else replace(t, description=s.redact(t.description),
+                          parameters=redact_data(t.parameters, s))
+             for t in tools]
+    return out, specs, s.redact(system) if system else system
+
+
+def _message_out(m: Message, s: Secrets) -> Message:
+    changes: dict[str, Any] = {}
+    if m.content and s.contains(m.content):
+        changes["content"] = s.redact(m.content)
+    if m.tool_calls:
+        changes["tool_calls"] = tuple(
+            replace(c, arguments=redact_data(c.arguments, s), raw_arguments=s.redact(
+                c.raw_arguments)) for c in m.tool_calls)
+    if m.reasoning is not None:
+        r = m.reasoning
+        changes["reasoning"] = replace(r, text=s.redact(r.text),
+                                       items=tuple(redact_data(i, s) for i in r.items))
+    return replace(m, **changes) if changes else m
 
 
 def _header_secrets(headers: Mapping[str, str]) -> list[tuple[str, str]]:
