@@ -23,7 +23,7 @@ ALLOWED: dict[tuple[str, str], str] = {
                                                           "settings layer (below security)",
     ("tuiapp/commands/functions_watch.py", "__call__"): "opens /dev/null for writing",
     ("tuiapp/commands/mcp.py", "_protocol_fds"): "opens /dev/null",
-    ("tuiapp/mcp/connection.py", "_run"): "kep's own MCP server log, written",
+    ("tuiapp/security/logfile.py", "__init__"): "kep's own log, opened for writing",
     ("tuiapp/mcp/known_tools.py", "known"): "kep's own cache (tool names it saved)",
     ("tuiapp/mcp/known_tools.py", "remember"): "kep's own cache (tool names it saved)",
     ("tuiapp/mcp/startup.py", "kill_wrapper_group"): "kep's own MCP log and /proc/PID/cmdline",

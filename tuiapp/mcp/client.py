@@ -20,10 +20,10 @@ import anyio
 from mcp import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
+from tuiapp.mcp import stdio_transport
 from tuiapp.mcp.connection import ServerConnection, ServerState, one_line, source_key
 from tuiapp.mcp.results import result_parts
 from tuiapp.mcp.servers import MCP_JSON, McpJsonError, configured_servers
-from tuiapp.mcp.startup import kill_wrapper_group
 from tuiapp.security import secrets
 from tuiapp.security.logfile import LogHandler
 from tuiapp.settings import paths
@@ -108,7 +108,7 @@ class McpManager:
 
     async def stop(self) -> None:
         for name in self._abandoned & set(self._servers):
-            kill_wrapper_group(self._servers[name].log)
+            stdio_transport.kill_now(name)
         await asyncio.gather(*(s.stop(final=True) for s in self._servers.values()),
                              return_exceptions=True)
 

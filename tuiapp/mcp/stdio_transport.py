@@ -35,6 +35,8 @@ from tuiapp.security.sandbox import spawn
 from tuiapp.tools.lifetime import OWNER_VAR
 
 EXIT_WAIT = 2.0  # after stdin closes, then after SIGTERM, then after SIGKILL (as the SDK)
+# Servers running now (name → pid of the process kep started), for kill_now.
+RUNNING: dict[str, int] = {}
 FLUSH_WAIT = 0.5  # for the writer to send what the session already handed it
 READ_SIZE = 256 << 10
 _POLL = 0.01
@@ -69,6 +71,8 @@ async def stdio_transport(params: StdioServerParameters, errlog: ErrLog,
     process = await spawn.open_process([params.command, *params.args], env=env,
                                        stderr=subprocess.PIPE, cwd=params.cwd, server=server,
                                        start_new_session=True)
+    if server is not None:
+        RUNNING[server] = process.pid
     # No await from here until the task group is entered: a cancel in between would leak it.
     read_send, read_recv = anyio.create_memory_object_stream[Incoming](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
@@ -91,7 +95,18 @@ async def stdio_transport(params: StdioServerParameters, errlog: ErrLog,
                     await stderr_done.wait()
                 with contextlib.suppress(*_PIPE_ERRORS):
                     await process.stderr.aclose()  # type: ignore[union-attr]
+                if server is not None and RUNNING.get(server) == process.pid:
+                    del RUNNING[server]
             tg.cancel_scope.cancel()
+
+
+def kill_now(server: str) -> None:
+    """SIGKILL a running server's process group at once (it was left busy on a call kep gave
+    up on: a polite close would only wait). Its own session: the group id is its pid."""
+    pid = RUNNING.get(server)
+    if pid is not None:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
 
 
 async def _read(process: Process, out: MemoryObjectSendStream[Incoming],
