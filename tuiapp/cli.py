@@ -87,7 +87,7 @@ def _session_flags(p: argparse.ArgumentParser, top: bool = False) -> None:
 
 
 COMMANDS = ("run", "functions", "call", "new", "init", "trust", "mcp", "sessions", "config",
-            "rules")
+            "rules", "sandbox")
 
 
 class _Retry(Exception):

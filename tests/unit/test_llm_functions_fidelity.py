@@ -45,7 +45,7 @@ async def test_option_description_keeps_the_example_after_an_empty_comment_line(
     assert contents == (
         "The patch to apply to the file\n\nHere is an example of a patch block that can be "
         "applied to modify the file to request the user's name:\n--- a/hello.py\n"
-        "+++ b/hello.py\n\\@@ ... @@\n def hello():\n-    print(\"Hello World\")\n"
+        "+++ b/hello.py\n@@ ... @@\n def hello():\n-    print(\"Hello World\")\n"
         "+    name = input(\"What is your name? \")\n+    print(f\"Hello {name}\")")
 
 

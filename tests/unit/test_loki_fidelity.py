@@ -70,7 +70,7 @@ async def test_argc_blocks_continue_across_empty_comment_lines(tmp_path: Path) -
                                      "  2. Keep enough context lines.")
     contents = spec.parameters["properties"]["contents"]["description"]
     assert contents.startswith("The patch to apply to the file\n\nExample:\n--- a/hello.py")
-    assert "\n\\@@ ... @@\n def hello():\n" in contents  # argc keeps the escape
+    assert "\n@@ ... @@\n def hello():\n" in contents  # argc unescapes `\\@`
     assert contents.endswith('+    print("Hello there")')
 
 

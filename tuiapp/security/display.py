@@ -196,3 +196,12 @@ def foreign(text: object, *, line: bool = False, limit: int | None = None) -> Fo
     if rest > 0:
         shown += f"⟨… {rest:,} more characters⟩"
     return Foreign(shown)
+
+
+def desktop_notification(route: str, text: str) -> str:
+    """The terminal's desktop-notification sequence (OSC 9, or OSC 777 where `route` says so)
+    carrying `text` made printable: nothing in it can end the sequence early or start one."""
+    shown = printable_line(text)
+    if route == "osc9":
+        return f"\x1b]9;{shown}\x07"
+    return f"\x1b]777;notify;kep;{shown.replace(';', ',')}\x07"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from textual import events
 from textual.app import App
 
-from tuiapp.security.display import printable_line
+from tuiapp.security.display import desktop_notification, printable_line
 from tuiapp.ui.messages import ApprovalRequested
 
 if TYPE_CHECKING:
@@ -45,10 +45,8 @@ def desktop_route(setting: str, env: dict[str, str] | os._Environ[str]) -> str:
 
 
 def sequence(route: str, text: str) -> str:
-    """The OSC sequence for `text` (already printable: no ESC or BEL can end it early)."""
-    if route == "osc9":
-        return f"\x1b]9;{text}\x07"
-    return f"\x1b]777;notify;kep;{text.replace(';', ',')}\x07"
+    """The OSC sequence for `text` (made printable there: no ESC or BEL can end it early)."""
+    return desktop_notification(route, text)
 
 
 class WaitingNotice(App[int]):
