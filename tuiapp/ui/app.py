@@ -266,23 +266,32 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         self.copy_to_clipboard(replies[-1].text)
 
     def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
-        """Textual's "Save screenshot", but it always says where the file went, or why not:
-        into Downloads when that folder exists, else kep's data folder."""
+        self.deliver_screenshot(filename, path)
+
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """Textual's "Screenshot" (its palette entry and action both end here), but it always
+        says where the file went, or why not: into Downloads when that folder exists, else
+        kep's data folder. (Textual's own delivery saves to Downloads even when there is none,
+        and says only "Failed".)"""
         from platformdirs import user_downloads_path
+        from textual._files import generate_datetime_filename
 
         from tuiapp import paths
 
         if path is None:
             downloads = user_downloads_path()
             path = str(downloads if downloads.is_dir() else paths.data_dir() / "screenshots")
+        name = filename or generate_datetime_filename(self.title, ".svg", time_format)
         try:
             Path(path).mkdir(parents=True, exist_ok=True)
-            saved = self.save_screenshot(filename, path)
+            saved = self.save_screenshot(name, path)
         except OSError as e:
             self.notify(f"Screenshot not saved: {path}: {e.strerror or e}", title="Screenshot",
                         severity="error", timeout=10)
-            return
+            return None
         self.notify(f"Saved {saved}", title="Screenshot")
+        return saved
 
     async def action_show_welcome(self) -> None:
         if self._welcome():
