@@ -17,6 +17,7 @@ from tuiapp import config, config_types, config_writer, paths, trust
 from tuiapp.core.events import ToolCallStarted, ToolFinished, ToolOutput, Usage
 from tuiapp.providers import ModelError, resolve_model
 from tuiapp.ui import commands
+from tuiapp.ui.focus import focus_now
 from tuiapp.ui.themes import save_theme_choice
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
@@ -146,7 +147,7 @@ class SessionActions(App[int]):
                 prompt.prompt_history.add(m.content)
         if history:
             await self.show_session_history()
-        prompt.focus()
+        focus_now(prompt)
 
     def session_usage(self, session_id: str | None) -> Usage:
         """What a resumed session had used: its token counter goes on from there."""

@@ -36,6 +36,7 @@ from tuiapp.ui.approval_routing import ApprovalRouting
 from tuiapp.ui.bridge import ApprovalBroker, EventBridge
 from tuiapp.ui.chat_screen import ChatScreen
 from tuiapp.ui.conversation_routing import ConversationRouting
+from tuiapp.ui.focus import focus_now
 from tuiapp.ui.narrow import NarrowLayout
 from tuiapp.ui.prompt_commands import SessionStarts
 from tuiapp.ui.themes import register_themes, set_startup_theme
@@ -315,11 +316,29 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
     # ---- panes and palette --------------------------------------------------------------
 
     def action_toggle_panes(self) -> None:
-        self.panes.toggle_class("-hidden")
-        self._panes_hidden_by_user = self.panes.has_class("-hidden")
+        """Opening the panes gives the newest pane the keyboard (its letter keys wait a
+        moment: ui/focus.py); closing them while they have it gives it back to the prompt."""
+        panes = self.panes
+        had_keyboard = panes.has_focus_within
+        panes.toggle_class("-hidden")
+        self._panes_hidden_by_user = panes.has_class("-hidden")
+        if self._panes_hidden_by_user:
+            if had_keyboard:
+                focus_now(self.query_one(PromptInput))
+        elif logs := panes.query("OutputLog"):
+            focus_now(logs.last())
 
     def action_toggle_functions(self) -> None:
-        self.functions.toggle_class("-hidden")
+        """Ctrl+F opens the functions panel with the keyboard in its filter (so `/word`
+        filters, never reaching the model); with the panel open elsewhere it takes the
+        keyboard; with the keyboard in it, it closes."""
+        panel = self.functions
+        if panel.has_class("-hidden") or not panel.has_focus_within:
+            panel.remove_class("-hidden")
+            panel.action_filter()
+        else:
+            panel.add_class("-hidden")
+            focus_now(self.query_one(PromptInput))
 
     def action_reload_tools(self) -> None:
         self.refresh_tools()

@@ -22,6 +22,7 @@ from tuiapp.core.events import (
     TurnEnded,
     Usage,
 )
+from tuiapp.ui.focus import focus_now
 from tuiapp.ui.messages import CoreEvent, ReplyText
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
@@ -53,6 +54,10 @@ class ConversationRouting(App[int]):
         return any(w.group == "conversation" and not w.is_finished for w in self.workers)
 
     def set_state(self, state: str) -> None:
+        # While a call waits for an answer, that is what the footer says (a tool of the same
+        # reply starting or finishing meanwhile does not change what Esc and y do).
+        if state in ("streaming", "tools") and self.approval.is_mounted and self.approval.waiting:
+            state = "approval"
         self.query_one(StatusFooter).state = state
 
     async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
@@ -100,7 +105,7 @@ class ConversationRouting(App[int]):
 
     def action_interrupt(self) -> None:
         if self.approval.waiting and not self.approval.has_focus_within:
-            self.approval.focus()  # Esc in the message box: over to the waiting call
+            focus_now(self.approval)  # Esc in the message box: over to the waiting call
         elif self.chat.running:
             self.chat.cancel_tools()
         elif self.busy and not self.approval.display:

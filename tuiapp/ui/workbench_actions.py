@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 
 from tuiapp.tools.model import BrokenTool, ToolSpec
+from tuiapp.ui.focus import focus_now
 
 # The workbench's modules load when a tool is first opened, not at kep's start.
 if TYPE_CHECKING:
@@ -113,12 +114,12 @@ class WorkbenchActions:
         bench = self.bench()
         if bench is not None:
             bench.remove()
-        self._app().query_one("#prompt").focus()
+        focus_now(self._app().query_one("#prompt"))
 
     def on_workbench_send_to_chat(self, message: Workbench.SendToChat) -> None:
         prompt = self._app().query_one("#prompt")
         prompt.insert(message.text)  # type: ignore[attr-defined]
-        prompt.focus()
+        focus_now(prompt)
         self._app().notify("The run's result is in the prompt: add your question and send.",
                            title="Workbench", timeout=4)
 

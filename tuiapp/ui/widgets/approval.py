@@ -32,6 +32,7 @@ from tuiapp.core.display import printable, printable_line
 from tuiapp.core.events import ToolCallDecided, ToolFinished
 from tuiapp.core.messages import ToolCall
 from tuiapp.ui.bridge import PendingApproval
+from tuiapp.ui.focus import focus_now
 from tuiapp.ui.widgets.approval_editor import ArgsEditor, parse_arguments
 from tuiapp.ui.widgets.approval_keys import (
     BUTTONS,
@@ -289,13 +290,13 @@ class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):
         if mode == "reason":
             reason = self.query_one(".approval-reason", Input)
             reason.value = ""
-            reason.focus()
+            focus_now(reason)
         elif mode == "edit" and (req := self.current):
             editor = self.query_one(".approval-editor", TextArea)
             editor.load_text(json.dumps(req.call.arguments, indent=2, ensure_ascii=False))
-            editor.focus()
+            focus_now(editor)
         elif self.has_focus_within:
-            self.focus()  # back from reason/edit; never taken from the message box here
+            focus_now(self)  # back from reason/edit; never taken from the message box here
 
     def _error(self, text: str) -> None:
         error = self.query_one(".approval-error", Static)

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
@@ -30,6 +30,7 @@ from tuiapp import paths
 from tuiapp.core.display import printable, printable_line
 from tuiapp.tools.check import Finding, broken_hint, counts
 from tuiapp.tools.model import BrokenTool, ToolSpec
+from tuiapp.ui.focus import focus_now
 
 Entry = ToolSpec | BrokenTool
 # MCP server name → (state, detail): ("starting", ""), ("ready", "3 tools"),
@@ -59,6 +60,18 @@ def short_source(source: str, root: Path | None) -> str:
     except (ValueError, OSError):
         pass
     return source
+
+
+class FilterInput(Input):
+    """The filter box. `/` is the key that starts a filter: typed into an empty box it is
+    that key, not a character to match (no tool name has one)."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.character == "/" and not self.value:
+            event.stop()
+            event.prevent_default()
+            return
+        await super()._on_key(event)
 
 
 class FunctionsPanel(Widget):
@@ -101,7 +114,7 @@ class FunctionsPanel(Widget):
 
     def compose(self) -> ComposeResult:
         yield Static("Functions · none yet", classes="functions-panel--summary", markup=False)
-        yield Input(placeholder="/ filter by name", id="functions-filter", compact=True)
+        yield FilterInput(placeholder="/ filter by name", id="functions-filter", compact=True)
         servers = Static("", classes="functions-panel--servers")
         servers.display = False
         yield servers
@@ -146,7 +159,7 @@ class FunctionsPanel(Widget):
     # ---- filter and choice -------------------------------------------------------------
 
     def action_filter(self) -> None:
-        self.query_one(Input).focus()
+        focus_now(self.query_one(Input))
 
     @on(Input.Changed, "#functions-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
@@ -158,7 +171,7 @@ class FunctionsPanel(Widget):
     def _filter_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         listing = self.query_one(OptionList)
-        listing.focus()
+        focus_now(listing)
         if listing.highlighted is None and listing.option_count:
             listing.action_first()
 
