@@ -10,19 +10,16 @@ import argparse
 import json
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import KEP, REPO, kep_env
+from conftest import KEP, PYCACHE, REPO, kep_env
 from fakes import hostile_checkout as hostile
 
 from tuiapp import config, config_writer, trust
 from tuiapp.commands._common import load_config
 from tuiapp.trust_items import inventory
 from tuiapp.workspace import Workspace
-
-PYCACHE = os.path.join(tempfile.gettempdir(), "kep-test-pycache")
 
 
 @pytest.fixture
