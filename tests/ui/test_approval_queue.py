@@ -162,8 +162,8 @@ async def test_typing_as_an_approval_appears_answers_nothing(
         proj: Path, typed: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The prompt was idle, so the approval takes the keyboard; the user starts a message
     right then. Nothing is answered, nothing written, and the text ends up in the prompt.
-    (The guard is widened so a loaded test machine cannot make the first key late.)"""
-    monkeypatch.setattr(approval_module, "GUARD_SECONDS", 2.0)
+    (The guard is widened so a loaded test machine cannot make a key late.)"""
+    monkeypatch.setattr(approval_module, "GUARD_SECONDS", 60.0)
     app = app_for(proj)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, THREE)
@@ -307,7 +307,7 @@ async def test_a_key_pressed_too_soon_while_going_down_the_queue_is_dropped(
         proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """y y pressed quickly: the first answers call 1; the second comes before call 2 could
     be read, so it answers nothing and does not land in the message box either."""
-    monkeypatch.setattr(approval_module, "GUARD_SECONDS", 2.0)
+    monkeypatch.setattr(approval_module, "GUARD_SECONDS", 5.0)
     app = app_for(proj)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, THREE)
