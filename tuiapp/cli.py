@@ -1,4 +1,5 @@
-"""argv → one of: tui | run | functions | call | new | init | trust | mcp | sessions | config.
+"""argv → one of: tui | run | functions | call | new | init | trust | mcp | sessions | config |
+help.
 
 Every flag of every subcommand is declared here (one place for the CLI contract); the work is
 done by tuiapp.commands.<name>.main(args), imported only when that subcommand runs so that
@@ -79,7 +80,8 @@ def _session_flags(p: argparse.ArgumentParser, top: bool = False) -> None:
     )
 
 
-COMMANDS = ("run", "functions", "call", "new", "init", "trust", "mcp", "sessions", "config")
+COMMANDS = ("run", "functions", "call", "new", "init", "trust", "mcp", "sessions", "config",
+            "help")
 
 
 class _Retry(Exception):
@@ -228,6 +230,9 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     csub = p.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     _common(csub.add_parser("path", help="print the config files kep reads"))
     _common(csub.add_parser("show", help="print the merged config (secrets masked)"))
+
+    p = sub.add_parser("help", help="the documentation's topics, or one of them (also F1 in kep)")
+    p.add_argument("topic", nargs="*", metavar="TOPIC", help="a topic, or words to look for")
     return parser
 
 

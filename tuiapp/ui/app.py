@@ -72,6 +72,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         Binding("ctrl+g", "cancel_tools", "cancel tools", show=False),
         Binding("ctrl+l", "copy_reply", "copy last reply", show=False),
         Binding("ctrl+b", "toggle_thinking", "thinking", show=False),
+        Binding("f1", "help", "help", show=False),
     ]
 
     def __init__(self, ws: Workspace, *, model: str, store: Store | None, session_id: str | None,
@@ -339,6 +340,12 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         else:
             panel.add_class("-hidden")
             focus_now(self.query_one(PromptInput))
+
+    def action_help(self, topic: str = "overview") -> None:
+        from tuiapp.ui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(topic))
 
     def action_reload_tools(self) -> None:
         self.refresh_tools()

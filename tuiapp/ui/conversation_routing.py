@@ -47,6 +47,7 @@ class ConversationRouting(App[int]):
 
     if TYPE_CHECKING:
         def _welcome(self) -> list[FirstRunPanel]: ...
+        def action_help(self, topic: str = "overview") -> None: ...
         def show_tools(self) -> None: ...
 
     @property
@@ -61,6 +62,9 @@ class ConversationRouting(App[int]):
         self.query_one(StatusFooter).state = state
 
     async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
+        if message.text.strip() == "/help":  # kep's own: the help screen, not a message
+            self.action_help()
+            return
         if self.busy:
             self.query_one(PromptInput).load_text(message.text)
             self.notify("kep is still answering: Esc interrupts it.", severity="warning")
