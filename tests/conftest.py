@@ -70,7 +70,7 @@ KEY_VARS = (
 
 @pytest.fixture(autouse=True, scope="session")
 def session_trust(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    from tuiapp import trust
+    from tuiapp.security import trust
 
     # Environments test modules built at import time use the session state dir: trust there
     # what the suite builds (pytest's temp dir) and its own fixtures.
@@ -96,7 +96,7 @@ def isolated_home(
     # Folder trust: projects the tests build under pytest's temp dir, and the suite's own
     # fixtures, are trusted (as a user would have trusted them); tests of trust itself use a
     # fresh state dir. `--trust` given in-process lasts for one test only.
-    from tuiapp import trust
+    from tuiapp.security import trust
 
     monkeypatch.setattr(trust, "_RUN_TRUSTED", set())
     trust.trust(tmp_path_factory.getbasetemp())

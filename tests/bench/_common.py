@@ -36,7 +36,7 @@ def isolated_env(home: Path) -> dict[str, str]:
         os.environ[var] = str(home / sub)
     for var in KEY_VARS:
         os.environ.pop(var, None)
-    from tuiapp import trust
+    from tuiapp.security import trust
 
     trust.trust(Path(tempfile.gettempdir()))
     return dict(os.environ)

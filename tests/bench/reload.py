@@ -26,10 +26,10 @@ from pathlib import Path
 
 from _common import isolated_env, median, p95, temp_home, verdict
 
-from tuiapp import config
-from tuiapp.core.events import RegistryChanged
-from tuiapp.tools.reloader import Reloader
-from tuiapp.workspace import Workspace
+from tuiapp.project import config as project_config
+from tuiapp.project.reloader import Reloader
+from tuiapp.project.workspace import Workspace
+from tuiapp.vocab.events import RegistryChanged
 
 PY_TOOL = """#!/usr/bin/env python3
 import json, sys
@@ -110,7 +110,7 @@ async def main_async(n: int) -> bool:
         root = home / "proj"
         functions = root / "prompts" / "functions"
         functions.mkdir(parents=True)
-        ws = Workspace(config.load(root))
+        ws = Workspace(project_config.load(root))
         for template, name in ((PY_TOOL, "bench_py"), (SH_TOOL, "bench_sh")):
             exe = functions / name
             exe.write_text(tool_text(template, 0))

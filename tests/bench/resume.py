@@ -28,9 +28,9 @@ LAST = "the very last reply, number"
 
 
 def build(project: str, messages: int, sessions: int) -> None:
-    from tuiapp.core.events import MessageAdded
-    from tuiapp.core.messages import Message, ToolCall
-    from tuiapp.core.store import Store
+    from tuiapp.conversation.store import Store
+    from tuiapp.vocab.events import MessageAdded
+    from tuiapp.vocab.messages import Message, ToolCall
 
     with Store.open() as store:
         for i in range(sessions - 1):

@@ -12,9 +12,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from tuiapp.core.events import MessageAdded, TextDelta
-from tuiapp.core.messages import Message
-from tuiapp.core.store import Store
+from tuiapp.conversation.store import Store
+from tuiapp.vocab.events import MessageAdded, TextDelta
+from tuiapp.vocab.messages import Message
 
 N = 3000
 

@@ -57,11 +57,11 @@ def reply_text(kind: str, size: int) -> str:
 async def one_case(kind: str, size: int) -> dict[str, Any]:
     from ui.tui_helpers import ScriptedProvider, app_for, make_project
 
-    from tuiapp.core.events import TextDelta
-    from tuiapp.core.store import Store
+    from tuiapp.conversation.store import Store
     from tuiapp.providers.base import StreamEnd
     from tuiapp.ui.messages import ReplyText
     from tuiapp.ui.widgets.prompt_input import PromptInput
+    from tuiapp.vocab.events import TextDelta
 
     text = reply_text(kind, size)
     provider = ScriptedProvider([[TextDelta(text), StreamEnd("end_turn")]])

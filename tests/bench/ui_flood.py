@@ -67,14 +67,14 @@ def baseline(tool: Path) -> float:
 
 async def run_app(project: Path) -> dict[str, Any]:
 
-    from tuiapp import config
-    from tuiapp.core.events import ToolCallStarted, ToolFinished
+    from tuiapp.project import config as project_config
+    from tuiapp.project.workspace import Workspace
     from tuiapp.ui.app import make_app
     from tuiapp.ui.messages import CoreEvent
     from tuiapp.ui.widgets.tool_panes import ToolPanes
-    from tuiapp.workspace import Workspace
+    from tuiapp.vocab.events import ToolCallStarted, ToolFinished
 
-    app = make_app(Workspace(config.load(project)), model="offline")
+    app = make_app(Workspace(project_config.load(project)), model="offline")
     marks: dict[str, float] = {}
     finished: list[ToolFinished] = []
     keys = KeyTypist(app, timeout=10.0)

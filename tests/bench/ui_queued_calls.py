@@ -46,17 +46,17 @@ def write_project(root: Path, calls: int, sleep: float) -> Path:
 async def run_app(project: Path, calls: int) -> dict[str, Any]:
     from tui_helpers import ScriptedProvider
 
-    from tuiapp import config
-    from tuiapp.core.events import ToolCallQueued, ToolCallStarted, ToolFinished
-    from tuiapp.core.messages import ToolCall
+    from tuiapp.project import config as project_config
+    from tuiapp.project.workspace import Workspace
     from tuiapp.providers.base import StreamEnd
     from tuiapp.ui.app import make_app
     from tuiapp.ui.messages import CoreEvent
-    from tuiapp.workspace import Workspace
+    from tuiapp.vocab.events import ToolCallQueued, ToolCallStarted, ToolFinished
+    from tuiapp.vocab.messages import ToolCall
 
     reply = [ToolCall(f"c{i}", "nap", {"n": i}) for i in range(calls)]
     provider = ScriptedProvider([[*reply, StreamEnd("tool_use")], [StreamEnd("end_turn")]])
-    app = make_app(Workspace(config.load(project)), model="offline", provider=provider)
+    app = make_app(Workspace(project_config.load(project)), model="offline", provider=provider)
     state = {"running": 0, "most": 0, "queued": 0, "finished": 0}
     marks: dict[str, float] = {}
     keys = KeyTypist(app, every=0.05)

@@ -100,15 +100,15 @@ async def sdk_consume(api: str, base_url: str) -> float:
 async def app_consume(project: Path) -> tuple[float, list[float], int]:
     """(first text in the UI → reply shown, keypress latencies, reply length shown)."""
 
-    from tuiapp import config
-    from tuiapp.core.events import TurnEnded
-    from tuiapp.core.store import Store
+    from tuiapp.conversation.store import Store
+    from tuiapp.project import config as project_config
+    from tuiapp.project.workspace import Workspace
     from tuiapp.ui.app import make_app
     from tuiapp.ui.messages import CoreEvent, ReplyText
     from tuiapp.ui.widgets.transcript import Transcript
-    from tuiapp.workspace import Workspace
+    from tuiapp.vocab.events import TurnEnded
 
-    ws = Workspace(config.load(project))
+    ws = Workspace(project_config.load(project))
     store = Store.open()  # as `kep` runs: the session is recorded while it streams
     app = make_app(ws, model="fake/bench", store=store)
     marks: dict[str, float] = {}

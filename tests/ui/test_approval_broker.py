@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tuiapp.core.conversation import Approval
-from tuiapp.core.events import MessageAdded
-from tuiapp.core.messages import Message, ToolCall
-from tuiapp.core.policy import Verdict
-from tuiapp.tools.model import ToolSpec
+from tuiapp.conversation.conversation import Approval
+from tuiapp.security.policy import Verdict
 from tuiapp.ui.bridge import ApprovalBroker
+from tuiapp.vocab.events import MessageAdded
+from tuiapp.vocab.messages import Message, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 SPEC = ToolSpec("job", "", {}, "keprompt", "/x/job")
 

@@ -25,14 +25,14 @@ from tui_helpers import (
     wait_idle,
 )
 
-from tuiapp.core.events import TextDelta
-from tuiapp.core.messages import Message, ToolCall
 from tuiapp.providers.base import StreamEnd, StreamItem
-from tuiapp.tools.model import ToolSpec
 from tuiapp.ui.app import KepApp
 from tuiapp.ui.widgets import approval_keys as approval_module
 from tuiapp.ui.widgets.approval import ApprovalPanel
 from tuiapp.ui.widgets.prompt_input import PromptInput
+from tuiapp.vocab.events import TextDelta
+from tuiapp.vocab.messages import Message, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 THREE = "shout notes.txt; shout other.txt; shout third.txt"
 KEP_TOML = "[tools]\nbuiltins = false\n"

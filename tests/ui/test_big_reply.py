@@ -15,14 +15,14 @@ from textual import events
 from textual.pilot import Pilot
 from tui_helpers import SIZE, ScriptedProvider, app_for, make_project, send, until, wait_idle
 
-from tuiapp.config_types import ProviderConfig
-from tuiapp.core.events import TextDelta
-from tuiapp.core.messages import Message
 from tuiapp.providers.base import Provider, StreamEnd, StreamItem
-from tuiapp.tools.model import ToolSpec
+from tuiapp.settings.config_types import ProviderConfig
 from tuiapp.ui.widgets.chunking import HARD_CHARS, split_reply
 from tuiapp.ui.widgets.reply import AssistantReply, ReplyMarkdown
 from tuiapp.ui.widgets.status_footer import StatusFooter
+from tuiapp.vocab.events import TextDelta
+from tuiapp.vocab.messages import Message
+from tuiapp.vocab.tool_specs import ToolSpec
 
 MARK = "ENDMARK"
 BOUND = 10.0  # seconds: generous (a loaded 2-core machine); it takes about 1 s alone
@@ -142,8 +142,8 @@ async def test_esc_interrupts_while_a_huge_reply_streams(tmp_path: Path) -> None
 
 
 async def test_a_line_cut_into_chunks_is_drawn_without_gaps(tmp_path: Path) -> None:
-    from tuiapp.core.messages import Message as Msg
     from tuiapp.ui.widgets.transcript import Transcript
+    from tuiapp.vocab.messages import Message as Msg
 
     text = "x" * 25_000  # one line: cut twice, mid-line
     app = app_for(make_project(tmp_path / "proj"),
@@ -188,7 +188,7 @@ async def test_a_flood_larger_than_one_flush_is_drawn_whole_and_recorded(
     """5 MB in one delta is drawn a FLUSH_MAX at a time: nothing lost or doubled at the
     seams, a code fence open across a seam still draws as code at the end, and the session
     store (written by its thread) has the whole reply once the turn is over."""
-    from tuiapp.core.store import Store
+    from tuiapp.conversation.store import Store
     from tuiapp.ui.widgets.reply import FLUSH_MAX
 
     text = ("prose " * 30 + "\n\n") * (FLUSH_MAX // 182) + "```python\n" + (

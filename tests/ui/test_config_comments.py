@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tui_helpers import SIZE, app_for, make_project, send, wait_approval, wait_idle
 
-from tuiapp import config_writer
+from tuiapp.settings import config_writer
 
 COMMENTED = """\
 # My project's kep settings: read by the whole team, keep the notes.

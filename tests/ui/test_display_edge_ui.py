@@ -12,10 +12,10 @@ from conftest import write_tool
 from textual.pilot import Pilot
 from tui_helpers import ScriptedProvider, app_for, send, until, wait_idle
 
-from tuiapp.core.events import TextDelta
-from tuiapp.core.messages import Message, ToolCall
 from tuiapp.providers.base import StreamEnd
 from tuiapp.ui.widgets.tool_panes import ToolPanes
+from tuiapp.vocab.events import TextDelta
+from tuiapp.vocab.messages import Message, ToolCall
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"
 OSC2 = "\x1b]2;pwned\x1b\\"
@@ -139,7 +139,7 @@ async def test_the_approval_panel_shows_a_hostile_file_name_and_arguments_as_sym
 
 
 async def test_the_tuis_session_export_has_no_raw_control_character(tmp_path: Path) -> None:
-    from tuiapp.core.store import Store
+    from tuiapp.conversation.store import Store
 
     provider = ScriptedProvider([[TextDelta(f"Reply {OSC52} \x9b"), StreamEnd("end_turn")]])
     root = _project(tmp_path / "proj")

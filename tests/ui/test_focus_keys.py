@@ -18,8 +18,6 @@ from tui_helpers import (
     wait_idle,
 )
 
-from tuiapp.core.events import TextDelta
-from tuiapp.core.messages import ToolCall
 from tuiapp.providers.base import StreamEnd
 from tuiapp.ui import chat_screen
 from tuiapp.ui.widgets.functions_panel import FunctionsPanel
@@ -27,6 +25,8 @@ from tuiapp.ui.widgets.output_log import OutputLog
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
 from tuiapp.ui.widgets.tool_panes import ToolPanes
+from tuiapp.vocab.events import TextDelta
+from tuiapp.vocab.messages import ToolCall
 
 
 @pytest.fixture

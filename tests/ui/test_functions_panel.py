@@ -7,10 +7,10 @@ from pathlib import Path
 from textual.app import App, ComposeResult
 from textual.widgets import Input, OptionList, Static
 
-from tuiapp import paths
+from tuiapp.settings import paths
 from tuiapp.tools.check import Finding
-from tuiapp.tools.model import BrokenTool, ToolSpec
 from tuiapp.ui.widgets.functions_panel import FunctionsPanel
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 ROOT = Path("/projects/demo")
 

@@ -14,10 +14,10 @@ from textual.pilot import Pilot
 from textual.widgets._toast import Toast
 from tui_helpers import ScriptedProvider, app_for, make_project, send, until, wait_idle
 
-from tuiapp.core.messages import ToolCall
 from tuiapp.providers.base import StreamEnd
 from tuiapp.ui.literal import escaped, highlighted, literal
 from tuiapp.ui.widgets.tool_panes import ToolPanes
+from tuiapp.vocab.messages import ToolCall
 
 HOSTILE = ["[@click=app.quit]x", "[/]", "[b]bold", "a\\[b]c", "[link='http://e']y"]
 

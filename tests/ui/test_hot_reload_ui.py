@@ -10,10 +10,10 @@ from textual.pilot import Pilot
 from textual.widgets import OptionList
 from tui_helpers import SIZE, app_for, make_project, until
 
-from tuiapp import paths
-from tuiapp.tools.model import BrokenTool, ToolSpec
+from tuiapp.settings import paths
 from tuiapp.ui.live_reload import running_reloader
 from tuiapp.ui.widgets.functions_panel import FunctionsPanel
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 FRESH = """#!/bin/sh
 if [ "$1" = --list-functions ]; then

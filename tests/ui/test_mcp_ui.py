@@ -56,7 +56,7 @@ async def test_an_mcp_servers_resources_and_prompts_show_in_the_functions_panel(
 
     from textual.widgets import Static
 
-    from tuiapp.core.session_start import choices
+    from tuiapp.project.session_start import choices
 
     fake = Path(__file__).resolve().parents[1] / "fakes" / "mcp_http_server.py"
     proc = subprocess.Popen([sys.executable, str(fake), "--transport", "sse"],

@@ -11,12 +11,12 @@ from typing import Any
 from textual.pilot import Pilot
 from tui_helpers import ScriptedProvider, app_for, make_project, send, until, wait_idle
 
-from tuiapp.core.events import TextDelta
-from tuiapp.core.messages import ToolCall
 from tuiapp.providers.base import StreamEnd
 from tuiapp.ui.app import KepApp
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.transcript import Transcript
+from tuiapp.vocab.events import TextDelta
+from tuiapp.vocab.messages import ToolCall
 
 LONG_ARGS = {"path": "notes.txt", "mode": "upper", "note": "keep the whole line readable"}
 

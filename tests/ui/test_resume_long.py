@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 from tui_helpers import SIZE, app_for, make_project, send, until, wait_idle
 
-from tuiapp.core.events import MessageAdded
-from tuiapp.core.messages import Message, ToolCall
-from tuiapp.core.store import Store
+from tuiapp.conversation.store import Store
 from tuiapp.ui.widgets.transcript import (
     HISTORY_PAGE,
     HISTORY_TAIL,
@@ -18,6 +16,8 @@ from tuiapp.ui.widgets.transcript import (
     Transcript,
     UserMessage,
 )
+from tuiapp.vocab.events import MessageAdded
+from tuiapp.vocab.messages import Message, ToolCall
 
 
 @pytest.fixture

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from tui_helpers import SIZE, app_for, make_project, send, until, wait_idle
 
-from tuiapp.core.events import MessageAdded
-from tuiapp.core.messages import Message
-from tuiapp.core.store import Store
+from tuiapp.conversation.store import Store
 from tuiapp.ui.screens.session_picker import SessionPicker
 from tuiapp.ui.widgets.transcript import UserMessage
+from tuiapp.vocab.events import MessageAdded
+from tuiapp.vocab.messages import Message
 
 
 @pytest.fixture
@@ -114,8 +114,8 @@ async def test_a_resumed_session_gets_its_tool_panes_back(proj: Path) -> None:
 
 HOLDER = """
 import sys, time
-from tuiapp.core.session_lock import acquire
-from tuiapp.core.store import Store
+from tuiapp.conversation.session_lock import acquire
+from tuiapp.conversation.store import Store
 store = Store.open(sys.argv[1])
 acquire(store, sys.argv[2])
 print("held", flush=True)

@@ -13,12 +13,12 @@ from textual.app import App, ComposeResult
 from textual.containers import Horizontal
 from textual.pilot import Pilot
 
-from tuiapp.core.events import ToolCallRequested, ToolCallStarted, ToolFinished, ToolOutput
-from tuiapp.core.messages import ToolCall
-from tuiapp.tools.model import BrokenTool, ToolSpec
 from tuiapp.ui.themes import register_themes
 from tuiapp.ui.widgets.functions_panel import FunctionsPanel
 from tuiapp.ui.widgets.tool_panes import ToolPanes
+from tuiapp.vocab.events import ToolCallRequested, ToolCallStarted, ToolFinished, ToolOutput
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 SIZE = (100, 30)
 ROOT = Path("/projects/demo")
@@ -87,11 +87,11 @@ def demo_project(project: Path) -> Path:
 
 
 def kep_app(project: Path, first_run: bool = False):  # type: ignore[no-untyped-def]
-    from tuiapp import config
+    from tuiapp.project import config as project_config
+    from tuiapp.project.workspace import Workspace
     from tuiapp.ui.app import make_app
-    from tuiapp.workspace import Workspace
 
-    return make_app(Workspace(config.load(project)), model="offline", first_run=first_run)
+    return make_app(Workspace(project_config.load(project)), model="offline", first_run=first_run)
 
 
 async def _ready(pilot: Pilot[None]) -> None:

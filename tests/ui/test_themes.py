@@ -6,7 +6,8 @@ from pathlib import Path
 
 from textual.app import App
 
-from tuiapp import config, paths
+from tuiapp.project import config as project_config
+from tuiapp.settings import paths
 from tuiapp.ui.themes import load_themes, register_themes, save_theme_choice
 
 
@@ -63,4 +64,4 @@ async def test_registered_themes_apply_and_bad_ones_do_not_stop_the_app(tmp_path
 def test_chosen_theme_is_saved_to_user_config(tmp_path: Path) -> None:
     target = save_theme_choice("light")
     assert target == paths.user_config_file()
-    assert config.load(tmp_path).theme == "light"
+    assert project_config.load(tmp_path).theme == "light"

@@ -8,17 +8,17 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from tui_helpers import until
 
-from tuiapp.core.events import (
+from tuiapp.ui.screens.output_viewer import OutputViewer
+from tuiapp.ui.widgets.output_log import LINE_CAP, OutputLog
+from tuiapp.ui.widgets.tool_panes import ToolPanes, status_text
+from tuiapp.vocab.events import (
     ToolCallDecided,
     ToolCallRequested,
     ToolCallStarted,
     ToolFinished,
     ToolOutput,
 )
-from tuiapp.core.messages import ToolCall
-from tuiapp.ui.screens.output_viewer import OutputViewer
-from tuiapp.ui.widgets.output_log import LINE_CAP, OutputLog
-from tuiapp.ui.widgets.tool_panes import ToolPanes, status_text
+from tuiapp.vocab.messages import ToolCall
 
 
 class PanesApp(App[None]):

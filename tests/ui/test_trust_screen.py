@@ -14,7 +14,9 @@ from textual.pilot import Pilot
 from textual.widgets import Button, Static
 from tui_helpers import SIZE, app_for, send, until, wait_idle
 
-from tuiapp import trust
+from tuiapp.project import config as project_config
+from tuiapp.project import inventory as project_inventory
+from tuiapp.security import trust
 from tuiapp.ui.live_reload import running_reloader
 from tuiapp.ui.screens import trust as trust_screen
 from tuiapp.ui.screens.trust import TrustScreen
@@ -143,7 +145,8 @@ async def test_the_screen_fits_80x24_with_500_rules(checkout: Path) -> None:
         await wait_screen(pilot)
         await pilot.pause(0.1)
         text = screen_text(app)
-        assert "500 allow rules" in text and "… and 493 more" in text and "\x1b" not in text
+        # 500 rules, the server and the .env variable named KEP_…: eight shown
+        assert "500 allow rules" in text and "… and 494 more" in text and "\x1b" not in text
         for button in app.screen.query(Button):
             region = button.region
             assert region.width > 0 and region.bottom <= 24 and region.right <= 80
@@ -203,3 +206,25 @@ async def test_after_not_now_the_palette_asks_again(checkout: Path,
         await until(pilot, lambda: "sneaky" in app.ws.registry.tools, what="project tools")
         assert "Trust this folder" not in [c.title
                                            for c in app.get_system_commands(app.screen)]
+
+
+async def test_a_provider_url_trusted_again_is_used_from_the_next_request(checkout: Path
+                                                                         ) -> None:
+    """The provider's base_url changed in kep.toml and the user trusted it again in the
+    TUI: kep must not keep sending to the old URL for the rest of the session."""
+    table = '\n[providers.local]\napi = "chat"\nbase_url = "http://127.0.0.1:9/v{n}"\n'
+    with (checkout / "kep.toml").open("a") as f:
+        f.write(table.format(n=1))
+    trust.trust(checkout)
+    text = (checkout / "kep.toml").read_text().replace("9/v1", "9/v2")
+    app = app_for(checkout, model="local/some-model")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        assert app.chat.provider.config.base_url.endswith("/v1")
+        # The file changes while kep runs: held back, asked about, and trusted again.
+        (checkout / "kep.toml").write_text(text)
+        q = project_inventory.question(project_config.load(checkout))
+        assert q is not None and "provider local at http://127.0.0.1:9/v2" in q.gained
+        trust_screen.answered(app, q, True)
+        await pilot.pause(0.1)
+        assert app.chat.provider.config.base_url == "http://127.0.0.1:9/v2"

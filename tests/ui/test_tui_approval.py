@@ -20,12 +20,12 @@ from tui_helpers import (
     wait_idle,
 )
 
-from tuiapp.core.events import TextDelta
-from tuiapp.core.messages import ToolCall
 from tuiapp.providers.base import StreamEnd
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.reply import AssistantReply
 from tuiapp.ui.widgets.transcript import Transcript
+from tuiapp.vocab.events import TextDelta
+from tuiapp.vocab.messages import ToolCall
 
 
 @pytest.fixture

@@ -19,14 +19,14 @@ from tui_helpers import (
     wait_idle,
 )
 
-from tuiapp.core.events import TextDelta
-from tuiapp.core.store import Store
+from tuiapp.conversation.store import Store
 from tuiapp.providers.base import ProviderFailure, StreamEnd
 from tuiapp.ui.widgets.first_run import FirstRunPanel
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.reply import AssistantReply
 from tuiapp.ui.widgets.status_footer import StatusFooter
 from tuiapp.ui.widgets.transcript import ErrorBlock, Transcript, UserMessage
+from tuiapp.vocab.events import TextDelta
 
 
 @pytest.fixture

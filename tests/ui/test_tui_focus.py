@@ -87,7 +87,7 @@ async def test_a_pending_call_has_a_space_between_its_icon_and_name(proj: Path) 
 
 
 async def test_screenshot_says_where_it_went_or_why_not(proj: Path, tmp_path: Path) -> None:
-    from tuiapp import paths
+    from tuiapp.settings import paths
 
     app = app_for(proj)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -107,7 +107,7 @@ async def test_the_palette_screenshot_entry_falls_back_without_downloads(proj: P
     """Textual's palette entry calls deliver_screenshot directly: the fallback must be there."""
     from textual.app import SystemCommand
 
-    from tuiapp import paths
+    from tuiapp.settings import paths
 
     app = app_for(proj)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tui_helpers import app_for, make_project, until
 
-from tuiapp import paths
+from tuiapp.settings import paths
 
 
 async def test_the_tui_starts_with_a_binary_theme_and_says_so(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ import pytest
 from textual.command import CommandPalette
 from tui_helpers import SIZE, app_for, make_project, send, until, wait_approval, wait_idle
 
-from tuiapp import paths
-from tuiapp.core.store import Store
+from tuiapp.conversation.store import Store
+from tuiapp.settings import paths
 from tuiapp.ui.widgets.status_footer import StatusFooter
 from tuiapp.ui.widgets.transcript import Transcript, UserMessage
 

@@ -9,12 +9,12 @@ from conftest import write_tool
 from textual.widgets import Static
 from tui_helpers import SIZE, ScriptedProvider, app_for, make_project, send, until, wait_idle
 
-from tuiapp.core.messages import ToolCall
 from tuiapp.providers.base import StreamEnd
 from tuiapp.ui.widgets.call_batch import SHOWN, CallBatchLine
 from tuiapp.ui.widgets.tool_block import ToolCallBlock
 from tuiapp.ui.widgets.tool_panes import LIVE_PANES, ToolPanes
 from tuiapp.ui.widgets.transcript import Transcript
+from tuiapp.vocab.messages import ToolCall
 
 NAP = """#!/bin/sh
 if [ "$1" = "--list-functions" ]; then

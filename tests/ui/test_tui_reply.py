@@ -8,11 +8,11 @@ from pathlib import Path
 
 from tui_helpers import SIZE, ScriptedProvider, app_for, make_project, send, until, wait_idle
 
-from tuiapp.core.events import TextDelta
 from tuiapp.providers.base import StreamEnd
 from tuiapp.ui.widgets.chunking import CHUNK_CHARS, split_markdown
 from tuiapp.ui.widgets.reply import AssistantReply, ReplyMarkdown
 from tuiapp.ui.widgets.transcript import Transcript
+from tuiapp.vocab.events import TextDelta
 
 
 def test_chunks_are_cut_between_blocks_and_never_inside_a_fence() -> None:

@@ -12,7 +12,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 from tui_helpers import SIZE, app_for, make_project, until, wait_approval, wait_idle
 
-from tuiapp.core.session_start import prepare
+from tuiapp.project.session_start import prepare
 from tuiapp.ui.app import KepApp
 from tuiapp.ui.prompt_commands import PrintedText, StartCommands
 from tuiapp.ui.widgets.prompt_input import PromptInput

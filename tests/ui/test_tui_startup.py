@@ -14,9 +14,9 @@ from conftest import KEP, kep_env
 PROBE = r'''
 import asyncio, json, sys
 from pathlib import Path
-from tuiapp import config
+from tuiapp.project import config as project_config
 from tuiapp.ui.app import KepApp
-from tuiapp.workspace import Workspace
+from tuiapp.project.workspace import Workspace
 
 seen = {}
 
@@ -26,7 +26,7 @@ class Probe(KepApp):
         seen["tools_at_first_frame"] = self.tools_ready.is_set()
 
 async def main() -> None:
-    ws = Workspace(config.load(Path(sys.argv[1])))
+    ws = Workspace(project_config.load(Path(sys.argv[1])))
     app = Probe(ws, model="openai/gpt-5-mini", store=None, session_id=None, history=(),
                 provider=None, first_run=False, label=None, watch=False)
     async with app.run_test() as pilot:

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from tui_helpers import SIZE, ScriptedProvider, app_for, make_project, send, until, wait_idle
 
-from tuiapp.config_types import ProviderConfig
-from tuiapp.core.events import ReasoningDelta, TextDelta, Usage
-from tuiapp.core.messages import Reasoning
-from tuiapp.core.store import Store
+from tuiapp.conversation.store import Store
 from tuiapp.providers.base import StreamEnd
+from tuiapp.settings.config_types import ProviderConfig
 from tuiapp.ui.widgets.reply import AssistantReply
 from tuiapp.ui.widgets.status_footer import StatusFooter
 from tuiapp.ui.widgets.thinking import ThinkingBlock
 from tuiapp.ui.widgets.transcript import NoticeLine, Transcript
+from tuiapp.vocab.events import ReasoningDelta, TextDelta, Usage
+from tuiapp.vocab.messages import Reasoning
 
 
 @pytest.fixture

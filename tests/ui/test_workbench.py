@@ -9,14 +9,14 @@ import pytest
 from textual.widgets import Checkbox, Input, Log, Select, Static, TextArea
 from tui_helpers import send, until, wait_approval, wait_idle
 
-from tuiapp import config
-from tuiapp.tools.model import ToolSpec
+from tuiapp.project import config as project_config
+from tuiapp.project.workspace import Workspace
 from tuiapp.ui.app import make_app
 from tuiapp.ui.screens.new_function import NewFunction
 from tuiapp.ui.screens.tool_editor import ToolEditor
 from tuiapp.ui.widgets.schema_form import SchemaForm
 from tuiapp.ui.widgets.workbench import Workbench
-from tuiapp.workspace import Workspace
+from tuiapp.vocab.tool_specs import ToolSpec
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def result_line(bench: Workbench) -> str:
 
 
 async def test_the_whole_loop(proj: Path) -> None:
-    app = make_app(Workspace(config.load(proj)), model="offline")
+    app = make_app(Workspace(project_config.load(proj)), model="offline")
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, app.tools_ready.is_set, what="tools")
         # New function, from the palette.
@@ -112,7 +112,7 @@ async def test_a_save_that_breaks_the_tool_shows_the_reason_at_once(proj: Path) 
     from tuiapp.tools.templates import create
 
     create(proj, "greet")
-    app = make_app(Workspace(config.load(proj)), model="offline")
+    app = make_app(Workspace(project_config.load(proj)), model="offline")
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, app.tools_ready.is_set, what="tools")
         assert app.open_tool("greet")
@@ -179,7 +179,7 @@ async def test_a_save_outside_kep_reruns_and_escapes_are_shown_not_obeyed(
 
     path = create(proj, "greet").path
     monkeypatch.setenv("EDITOR", "true")  # headless: cannot suspend, falls back to kep's editor
-    app = make_app(Workspace(config.load(proj)), model="offline")
+    app = make_app(Workspace(project_config.load(proj)), model="offline")
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, app.tools_ready.is_set, what="tools")
         assert app.open_tool("greet")
@@ -209,7 +209,7 @@ async def test_enter_on_a_broken_tool_and_the_check_from_the_panel(proj: Path) -
     bad = proj / "prompts" / "functions" / "bad"
     bad.write_text("#!/bin/sh\necho '{}'\n")
     bad.chmod(0o755)
-    app = make_app(Workspace(config.load(proj)), model="offline")
+    app = make_app(Workspace(project_config.load(proj)), model="offline")
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, app.tools_ready.is_set, what="tools")
         app.action_toggle_functions()
@@ -241,7 +241,7 @@ async def test_a_2mb_line_and_500_parameters_stay_bounded(proj: Path) -> None:
     tool.write_text("#!/bin/sh\nif [ \"$1\" = --list-functions ]; then echo '" + defs +
                     "'; exit; fi\ncat >/dev/null\nhead -c 2000000 /dev/zero | tr '\\0' x\n")
     tool.chmod(0o755)
-    app = make_app(Workspace(config.load(proj)), model="offline")
+    app = make_app(Workspace(project_config.load(proj)), model="offline")
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, app.tools_ready.is_set, what="tools")
         t0 = time.perf_counter()
@@ -272,7 +272,7 @@ async def test_opening_tools_one_after_another_keeps_one_workbench_and_their_run
 
     create(proj, "one")
     create(proj, "two", lang="bash")
-    app = make_app(Workspace(config.load(proj)), model="offline")
+    app = make_app(Workspace(project_config.load(proj)), model="offline")
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, app.tools_ready.is_set, what="tools")
         for name in ("one", "two", "one", "one"):
@@ -304,7 +304,7 @@ async def test_f2_cancels_a_hanging_run_and_its_process_goes(proj: Path) -> None
                     "{\"type\": \"object\", \"properties\": {}}}]'; exit; fi\n"
                     "cat >/dev/null; echo $$; exec sleep 60\n")
     tool.chmod(0o755)
-    app = make_app(Workspace(config.load(proj)), model="offline")
+    app = make_app(Workspace(project_config.load(proj)), model="offline")
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, app.tools_ready.is_set, what="tools")
         assert app.open_tool("hang")

@@ -15,17 +15,17 @@ from typing import Any
 from conftest import write_tool
 from textual.pilot import Pilot
 
-from tuiapp import config
-from tuiapp.config_types import ProviderConfig
-from tuiapp.core.messages import Message
+from tuiapp.project import config as project_config
+from tuiapp.project.workspace import Workspace
 from tuiapp.providers.base import Provider, StreamItem
-from tuiapp.tools.model import ToolSpec
+from tuiapp.settings.config_types import ProviderConfig
 from tuiapp.ui.app import KepApp, make_app
 from tuiapp.ui.widgets.approval import ApprovalPanel
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
 from tuiapp.ui.widgets.transcript import Transcript
-from tuiapp.workspace import Workspace
+from tuiapp.vocab.messages import Message
+from tuiapp.vocab.tool_specs import ToolSpec
 
 SIZE = (120, 40)
 
@@ -70,7 +70,7 @@ def make_project(root: Path) -> Path:
 
 def app_for(root: Path, **kwargs: Any) -> KepApp:
     kwargs.setdefault("model", "offline")
-    return make_app(Workspace(config.load(root)), **kwargs)
+    return make_app(Workspace(project_config.load(root)), **kwargs)
 
 
 async def until(pilot: Pilot[Any], check: Callable[[], object], timeout: float = 15.0,

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuiapp import config, config_types
-from tuiapp.core.events import Event
-from tuiapp.core.messages import ToolCall
+from tuiapp.settings import config, config_types
 from tuiapp.tools.formats.base import FormatContext, ToolFormat, ToolLoadError
-from tuiapp.tools.model import ToolSpec
 from tuiapp.tools.proc import run_collect
 from tuiapp.tools.runner import Runner
+from tuiapp.vocab.events import Event
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

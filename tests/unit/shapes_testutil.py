@@ -20,20 +20,15 @@ from typing import Any
 import pytest
 from fakes.llm_server import FakeLLMServer
 
-from tuiapp.config_types import ApprovalConfig, ProviderConfig
-from tuiapp.core.conversation import Conversation, allow_all
-from tuiapp.core.events import (
-    Event,
-    ReasoningDelta,
-    TextDelta,
-    ToolFinished,
-)
-from tuiapp.core.messages import Message, ToolCall
+from tuiapp.conversation.conversation import Conversation, allow_all
 from tuiapp.providers.anthropic import AnthropicProvider
 from tuiapp.providers.base import Provider
 from tuiapp.providers.openai_chat import ChatProvider
 from tuiapp.providers.openai_responses import ResponsesProvider
-from tuiapp.tools.model import ToolSpec
+from tuiapp.settings.config_types import ApprovalConfig, ProviderConfig
+from tuiapp.vocab.events import Event, ReasoningDelta, TextDelta, ToolFinished
+from tuiapp.vocab.messages import Message, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 CLASSES = {"chat": ChatProvider, "responses": ResponsesProvider, "anthropic": AnthropicProvider}

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import KEP, kep_env
 
-from tuiapp import config
-from tuiapp.core import agent as agent_mod
-from tuiapp.core.session_start import StartError, choices, parse_sets, prepare
-from tuiapp.workspace import Workspace
+from tuiapp.conversation import agent as agent_mod
+from tuiapp.conversation import agent_model
+from tuiapp.project import config as project_config
+from tuiapp.project.session_start import StartError, choices, parse_sets, prepare
+from tuiapp.project.workspace import Workspace
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
 
@@ -28,7 +29,7 @@ def setup_project(root: Path) -> Path:
 
 
 async def workspace(root: Path) -> Workspace:
-    ws = Workspace(config.load(root))
+    ws = Workspace(project_config.load(root))
     await ws.registry.refresh()
     return ws
 
@@ -46,7 +47,7 @@ def test_index_yaml_is_read() -> None:
     assert a.shared_tools == ["shout"]  # `shout.sh` in tools.txt; comments skipped
     assert [v.name for v in a.missing({})] == ["lang"]
     assert a.env({"lang": "fr"}) == {"LLM_AGENT_VAR_LANG": "fr", "LLM_AGENT_VAR_GREETING": "hello"}
-    assert agent_mod.env_name("api-key") == "LLM_AGENT_VAR_API_KEY"
+    assert agent_model.env_name("api-key") == "LLM_AGENT_VAR_API_KEY"
 
 
 def test_broken_index_names_the_file(tmp_path: Path) -> None:
@@ -80,7 +81,7 @@ async def test_instructions_builtins_tools_and_documents(tmp_path: Path) -> None
 
 def test_variables_missing_unknown_and_sets(tmp_path: Path) -> None:
     root = setup_project(tmp_path / "proj")
-    ws = Workspace(config.load(root))
+    ws = Workspace(project_config.load(root))
     plan = prepare(ws, agent="helper")
     assert [(f.name, f.required, f.default) for f in plan.fields()] == [
         ("lang", True, None), ("greeting", False, "hello")]

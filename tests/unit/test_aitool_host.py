@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tuiapp import config, config_types
-from tuiapp.core.messages import ToolCall
-from tuiapp.core.session_start import prepare
-from tuiapp.workspace import Workspace
+from tuiapp.project import config as project_config
+from tuiapp.project.session_start import prepare
+from tuiapp.project.workspace import Workspace
+from tuiapp.settings import config_types
+from tuiapp.vocab.messages import ToolCall
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "aitool_host"
 SOURCE = '[[tools.sources]]\nformat = "aitool"\npath = "hostapp/tools"\n'
@@ -30,7 +31,7 @@ def project(tmp_path: Path, toml: str) -> Path:
 
 
 async def workspace(root: Path) -> Workspace:
-    ws = Workspace(config.load(root))
+    ws = Workspace(project_config.load(root))
     await ws.registry.refresh()
     return ws
 
@@ -81,7 +82,7 @@ async def test_a_failing_setup_is_named(tmp_path: Path) -> None:
 def test_bad_host_settings_are_one_clear_line(tmp_path: Path, extra: str, why: str) -> None:
     root = project(tmp_path, SOURCE + extra)
     with pytest.raises(config_types.ConfigError) as e:
-        config.load(root)
+        project_config.load(root)
     assert why in str(e.value) and "\n" not in str(e.value)
 
 

@@ -11,15 +11,16 @@ from typing import Any
 import pytest
 from test_conversation import Recorder, Scripted
 
-from tuiapp import config, config_writer
-from tuiapp.config_types import ApprovalConfig, Config, Rule
-from tuiapp.core import policy
-from tuiapp.core.conversation import Approval, Conversation
-from tuiapp.core.events import Notice, TextDelta, ToolCallDecided
-from tuiapp.core.messages import ToolCall
-from tuiapp.paths import builtin_functions_dir
+from tuiapp.conversation.conversation import Approval, Conversation
+from tuiapp.project import config as project_config
 from tuiapp.providers.base import StreamEnd
-from tuiapp.tools.model import ToolSpec
+from tuiapp.security import policy
+from tuiapp.settings import config_writer
+from tuiapp.settings.config_types import ApprovalConfig, Config, Rule
+from tuiapp.settings.paths import builtin_functions_dir
+from tuiapp.vocab.events import Notice, TextDelta, ToolCallDecided
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 EXEC = ToolSpec("execcmd", "run", {"type": "object", "properties": {"cmd": {"type": "string"}},
                                    "required": ["cmd"]}, "keprompt", "/x/shell")
@@ -58,11 +59,11 @@ async def test_always_allow_does_not_beat_an_existing_deny_rule(tmp_path: Path) 
     kep_toml = tmp_path / "kep.toml"
     kep_toml.write_text('[[approval.rules]]\ntool = "execcmd"\nargs = \'rm\\s+-rf\'\n'
                         'action = "deny"\n')
-    state = {"cfg": config.load(tmp_path, user_file=tmp_path / "none.toml")}
+    state = {"cfg": project_config.load(tmp_path, user_file=tmp_path / "none.toml")}
 
     def always(call: ToolCall) -> Approval:  # what the app does for `a`
         config_writer.add_rule(kep_toml, "^execcmd$", "allow")
-        state["cfg"] = config.load(tmp_path, user_file=tmp_path / "none.toml")
+        state["cfg"] = project_config.load(tmp_path, user_file=tmp_path / "none.toml")
         return Approval(True)
 
     asker = Asker(always)

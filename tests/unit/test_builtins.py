@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tuiapp import paths
+from tuiapp.settings import paths
 from tuiapp.tools.formats.keprompt import KepromptFormat, parse_definitions
 
 BUILTINS = paths.builtin_functions_dir()

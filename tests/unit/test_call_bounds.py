@@ -11,13 +11,13 @@ from test_conversation import ECHO, Recorder, Scripted, call, conv
 from test_runner import Recorder as RunRecorder
 from test_runner import runner, tool
 
-from tuiapp.config import parse
-from tuiapp.config_types import ApprovalConfig, ToolsConfig
-from tuiapp.core.events import Notice, ToolCallQueued, ToolCallStarted, ToolFinished
-from tuiapp.core.messages import ToolCall
 from tuiapp.providers.base import StreamEnd
-from tuiapp.tools.model import ToolSpec
+from tuiapp.settings.config import parse
+from tuiapp.settings.config_types import ApprovalConfig, ToolsConfig
 from tuiapp.tools.offer import offered, too_big
+from tuiapp.vocab.events import Notice, ToolCallQueued, ToolCallStarted, ToolFinished
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 
 def _concurrency_tool(root: Path) -> ToolSpec:
@@ -176,7 +176,7 @@ async def test_an_excluded_tool_is_not_offered_nor_run() -> None:
 def test_bad_bound_values_are_one_clear_error(tmp_path: Path) -> None:
     import pytest
 
-    from tuiapp.config_types import ConfigError
+    from tuiapp.settings.config_types import ConfigError
 
     for tools, key in (({"max_parallel": 0}, "tools.max_parallel"),
                        ({"include": "git_*"}, "tools.include"),

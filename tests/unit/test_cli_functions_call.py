@@ -12,7 +12,7 @@ import pytest
 from conftest import KEP, PYCACHE, kep_env
 from tools_testutil import one_def, sh_tool
 
-from tuiapp import paths
+from tuiapp.settings import paths
 
 GREET = (
     '{"type": "object", "properties": {"who": {"type": "string"}}, '

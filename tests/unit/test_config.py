@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from conftest import KEP, kep_env
 
-from tuiapp import config, config_types, config_writer
+from tuiapp.project import config as project_config
+from tuiapp.security import secrets
+from tuiapp.settings import config_types, config_writer
 
 
 def write(p: Path, text: str) -> Path:
@@ -42,7 +44,7 @@ action = "allow"
 slow = 90
 """,
     )
-    cfg = config.load(root, user_file=user)
+    cfg = project_config.load(root, user_file=user)
     assert cfg.model == "offline" and cfg.theme == "light"
     assert [r.action for r in cfg.approval.rules] == ["allow", "deny"]  # project first
     assert cfg.tools.timeout_for("slow") == 90 and cfg.tools.timeout_for("x") == 12
@@ -73,7 +75,7 @@ def test_invalid_config_names_file_and_key(
     root = tmp_path / "p"
     f = write(root / "kep.toml", text)
     with pytest.raises(config_types.ConfigError) as err:
-        config.load(root, user_file=tmp_path / "none.toml")
+        project_config.load(root, user_file=tmp_path / "none.toml")
     assert err.value.file == str(f) and err.value.key == key and fragment in err.value.message
 
 
@@ -82,7 +84,7 @@ def test_add_rule_is_atomic_and_first(tmp_path: Path) -> None:
         tmp_path / "kep.toml", 'model = "offline"\n[[approval.rules]]\ntool = "a"\naction = "ask"\n'
     )
     config_writer.add_rule(f, "^shout$", "allow")
-    cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
+    cfg = project_config.load(tmp_path, user_file=tmp_path / "none.toml")
     assert [(r.tool, r.action) for r in cfg.approval.rules] == [("^shout$", "allow"), ("a", "ask")]
     assert cfg.model == "offline"
     assert not list(tmp_path.glob(".kep.toml.*"))  # no temp file left behind
@@ -92,13 +94,13 @@ def test_masked_hides_secrets_but_not_env_names() -> None:
     data = {
         "providers": {"x": {"api_key_env": "X_KEY", "headers": {"Authorization": "Bearer s3cret"}}}
     }
-    shown = config_writer.masked(data)
+    shown = secrets.mask_config(data)
     assert shown["providers"]["x"]["api_key_env"] == "X_KEY"
     assert shown["providers"]["x"]["headers"]["Authorization"] == "****"
 
 
 def test_project_root_is_nearest_ancestor(tmp_path: Path) -> None:
-    from tuiapp.paths import find_project_root
+    from tuiapp.settings.paths import find_project_root
 
     (tmp_path / "a" / "prompts").mkdir(parents=True)
     deep = tmp_path / "a" / "b" / "c"
@@ -146,7 +148,7 @@ def test_unknown_keys_warn_with_the_closest_known_key(tmp_path: Path) -> None:
         '[providers.corp]\napi = "chat"\nbase_ur = "http://127.0.0.1:9"\n'
         "[mcp.servers.s]\ncommand = \"true\"\nstartup_timout = 3\n",
     )
-    cfg = config.load(root, user_file=tmp_path / "none.toml")
+    cfg = project_config.load(root, user_file=tmp_path / "none.toml")
     assert cfg.tools.timeout == 9  # the rest still applies
     text = "\n".join(cfg.warnings)
     assert "unknown key `tools.timeuot` (ignored); did you mean `timeout`?" in text
@@ -165,7 +167,7 @@ def test_known_keys_do_not_warn(tmp_path: Path) -> None:
     root = tmp_path / "p"
     write(root / "kep.toml", '[tools]\ntimeout = 3\n[tools.timeouts]\nanything = 2\n'
           '[providers.corp]\napi = "chat"\n[providers.corp.headers]\nX-Any = "v"\n')
-    assert config.load(root, user_file=tmp_path / "none.toml").warnings == ()
+    assert project_config.load(root, user_file=tmp_path / "none.toml").warnings == ()
 
 
 def test_config_path_prints_every_directory(tmp_path: Path) -> None:
@@ -175,7 +177,7 @@ def test_config_path_prints_every_directory(tmp_path: Path) -> None:
     for label in ("user config:", "project config:", "user themes:", "data (sessions, spool):",
                   "cache (tool declarations):"):
         assert label in out.stdout
-    from tuiapp import paths
+    from tuiapp.settings import paths
 
     assert str(paths.data_dir()) in out.stdout and str(paths.cache_dir()) in out.stdout
 
@@ -194,7 +196,7 @@ def test_add_rule_writes_array_of_tables_as_the_readme_shows(tmp_path: Path) -> 
     config_writer.add_rule(f, "^execcmd$", "allow")
     text = f.read_text()
     assert "rules = [" not in text and text.count("[[approval.rules]]") == 2
-    cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
+    cfg = project_config.load(tmp_path, user_file=tmp_path / "none.toml")
     assert [(r.tool, r.action, r.args) for r in cfg.approval.rules] == [
         ("^execcmd$", "allow", None), ("a", "deny", r"rm\s+-rf")]
     assert cfg.tools.timeout == 5 and cfg.approval.default == "ask"
@@ -204,7 +206,7 @@ def test_add_rule_to_a_new_file_and_odd_strings_round_trip(tmp_path: Path) -> No
     f = tmp_path / "kep.toml"
     odd = "^we\"ird\ttool\\name'$"
     config_writer.add_rule(f, odd, "deny", args_regex="a\nb")
-    cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
+    cfg = project_config.load(tmp_path, user_file=tmp_path / "none.toml")
     assert [(r.tool, r.args) for r in cfg.approval.rules] == [(odd, "a\nb")]
 
 
@@ -243,7 +245,7 @@ def test_saving_a_theme_keeps_rules_as_tables(tmp_path: Path) -> None:
     config_writer.set_value(f, "theme", "light")
     text = f.read_text()
     assert "[[approval.rules]]" in text and "rules = [" not in text
-    cfg = config.load(tmp_path, user_file=tmp_path / "none.toml")
+    cfg = project_config.load(tmp_path, user_file=tmp_path / "none.toml")
     assert cfg.theme == "light" and [r.tool for r in cfg.approval.rules] == ["a"]
 
 

@@ -19,10 +19,10 @@ import pytest
 from test_builtins import call, ok
 from tools_testutil import make_config
 
-from tuiapp import paths
-from tuiapp.core.messages import ToolCall
-from tuiapp.tools.model import ToolSpec
+from tuiapp.settings import paths
 from tuiapp.tools.runner import Runner
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 BUILTINS = paths.builtin_functions_dir()
 TRIES = 2000

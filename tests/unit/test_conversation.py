@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from tuiapp.config_types import ApprovalConfig, ProviderConfig, Rule
-from tuiapp.core import policy
-from tuiapp.core.conversation import Approval, Conversation, allow_all, deny_all
-from tuiapp.core.events import (
+from tuiapp.conversation.conversation import Approval, Conversation, allow_all, deny_all
+from tuiapp.providers.base import Provider, ProviderFailure, StreamEnd, StreamItem
+from tuiapp.security import policy
+from tuiapp.settings.config_types import ApprovalConfig, ProviderConfig, Rule
+from tuiapp.vocab.events import (
     Event,
     MessageAdded,
     ProviderError,
@@ -21,9 +22,8 @@ from tuiapp.core.events import (
     TurnEnded,
     Usage,
 )
-from tuiapp.core.messages import Message, ToolCall
-from tuiapp.providers.base import Provider, ProviderFailure, StreamEnd, StreamItem
-from tuiapp.tools.model import ToolSpec
+from tuiapp.vocab.messages import Message, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 ECHO = ToolSpec(
     "echo",

@@ -7,8 +7,10 @@ import sys
 
 CHECK = """
 import importlib, pkgutil, sys
-import tuiapp.core, tuiapp.providers, tuiapp.tools
-for pkg in (tuiapp.core, tuiapp.providers, tuiapp.tools):
+import tuiapp.conversation, tuiapp.mcp, tuiapp.project, tuiapp.providers, tuiapp.security
+import tuiapp.settings, tuiapp.tools, tuiapp.vocab
+for pkg in (tuiapp.vocab, tuiapp.settings, tuiapp.security, tuiapp.tools, tuiapp.providers,
+            tuiapp.mcp, tuiapp.conversation, tuiapp.project):
     for mod in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
         if mod.name.rsplit(".", 1)[-1].startswith("_child"):
             continue  # child-process entry points run on their own
@@ -26,7 +28,7 @@ def test_core_providers_tools_import_without_textual() -> None:
 
 def test_provider_sdks_are_imported_lazily() -> None:
     code = (
-        "import sys, tuiapp.providers, tuiapp.core.conversation, tuiapp.workspace;"
+        "import sys, tuiapp.providers, tuiapp.conversation.conversation, tuiapp.project.workspace;"
         "print([m for m in ('openai', 'anthropic', 'textual') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tools_testutil import sh_tool
 
-from tuiapp import config, config_types
+from tuiapp.settings import config, config_types
 from tuiapp.tools.direct import run_direct
 from tuiapp.tools.registry import Registry
 from tuiapp.tools.runner import Runner

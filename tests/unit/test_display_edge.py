@@ -13,8 +13,9 @@ import pytest
 
 from tuiapp import cli
 from tuiapp.commands.run import Printer
-from tuiapp.core.display import StreamPrintable, json_printable, printable, printable_line
-from tuiapp.core.events import (
+from tuiapp.conversation.store import Store
+from tuiapp.security.display import StreamPrintable, json_printable, printable, printable_line
+from tuiapp.vocab.events import (
     MessageAdded,
     Notice,
     PromptOutput,
@@ -25,8 +26,7 @@ from tuiapp.core.events import (
     ToolCallRequested,
     ToolFinished,
 )
-from tuiapp.core.messages import Message, ToolCall
-from tuiapp.core.store import Store
+from tuiapp.vocab.messages import Message, ToolCall
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"  # write the clipboard (paste-jacking)
 OSC2 = "\x1b]2;pwned title\x1b\\"  # set the window title, ended by ST

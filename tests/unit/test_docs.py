@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from conftest import KEP, REPO, kep_env
 
-from tuiapp import cli, config, config_reader, docs
+from tuiapp import cli, docs
+from tuiapp.settings import config, config_reader
 
 DOCS = REPO / "tuiapp" / "docs"
 README = REPO / "README.md"

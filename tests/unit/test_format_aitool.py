@@ -20,7 +20,7 @@ from formats_util import (
     run_call,
 )
 
-from tuiapp.core.system_prompt import aitool_sections
+from tuiapp.project.system_prompt import aitool_sections
 from tuiapp.tools.formats.aitool import AIToolFormat, resolve_source
 
 FMT = AIToolFormat()

@@ -20,7 +20,7 @@ from formats_util import (
     run_call,
 )
 
-from tuiapp.core.system_prompt import pack_sections
+from tuiapp.project.system_prompt import pack_sections
 from tuiapp.tools.formats.base import ToolLoadError
 from tuiapp.tools.formats.extensions import ExtensionFormat, light_schema
 

@@ -17,9 +17,9 @@ from formats_util import FIXTURES
 from test_format_extensions import LIGHT_SCHEMA
 from test_format_loki import TSX
 
-from tuiapp import config
-from tuiapp.tools.model import FORMATS
+from tuiapp.project import config as project_config
 from tuiapp.tools.registry import Registry
+from tuiapp.vocab.tool_specs import FORMATS
 
 pytestmark = pytest.mark.slow  # a few kep subprocesses, each importing its tools
 
@@ -168,7 +168,7 @@ EDITS: list[tuple[str, str, str, str]] = [
 
 async def test_every_format_hot_reloads(tmp_path: Path) -> None:
     root = build_project(tmp_path, TSX or sys.executable)  # any runtime: only declared here
-    registry = Registry(config.load(root))
+    registry = Registry(project_config.load(root))
     await registry.refresh()
     for file, tool, old, new in EDITS:
         path = root / file

@@ -22,7 +22,7 @@ from formats_util import (
     run_call,
 )
 
-from tuiapp import config
+from tuiapp.settings import config
 from tuiapp.tools.formats import argc_tags
 from tuiapp.tools.formats.llm_functions import LlmFunctionsFormat
 
@@ -259,3 +259,23 @@ async def test_unreadable_sources_are_broken_with_a_reason(root: Path) -> None:
     assert found["tools/syntax.py"].startswith("BROKEN: Python syntax error at line 1")
     assert found["tools/nodoc.js"] == (
         "BROKEN: `run` has no JSDoc comment (/** … @property … */) above it")
+
+
+def test_argc_escaped_at_sign_is_unescaped_in_descriptions() -> None:
+    """llm-functions' fs_patch writes `# \\@@ ... @@` so argc does not read a tag there; the
+    model must see the patch example as `@@ ... @@`, as argc shows it."""
+    from tuiapp.tools.formats import argc_tags
+
+    script = argc_tags.parse(
+        "# @describe Apply a patch.\n"
+        "# @option --contents! The patch to apply\n"
+        "# --- a/hello.py\n"
+        "# \\@@ ... @@\n"
+        "#  def hello():\n"
+        "# \\@notatag either\n"
+        "main() { :; }\n"
+    )
+    (param,) = [p for p in script.root.params if p.prop == "contents"]
+    lines = param.description.split("\n")
+    assert "@@ ... @@" in lines and "@notatag either" in lines
+    assert not any(line.startswith("\\@") for line in lines)

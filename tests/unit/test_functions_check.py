@@ -163,7 +163,7 @@ def test_a_deny_rule_skips_the_probes_that_call_a_function(project: Path,
                                                            tmp_path: Path) -> None:
     import tomllib
 
-    from tuiapp import config
+    from tuiapp.settings import config
 
     marker = tmp_path / "called"
     put(project, tool_text(run=f"touch {marker}; cat >/dev/null; echo fine"))
@@ -178,3 +178,14 @@ def test_a_deny_rule_skips_the_probes_that_call_a_function(project: Path,
     found = asyncio.run(go())
     assert codes(found) == {"probe-denied"} and all(f.severity == "info" for f in found)
     assert len(found) == 2 and not marker.exists()
+
+
+def test_a_broken_mcp_tool_gets_no_fix_in_the_project() -> None:
+    """An MCP server's tool kep cannot run: no "open the source, fix it" (there is no source
+    in the project); the functions panel and the workbench show the hint only when there is
+    one."""
+    from tuiapp.tools.check import broken_hint
+
+    error = "task_only: it must be run as an MCP task (execution.taskSupport = required)"
+    assert broken_hint(error, "mcp") == ""
+    assert broken_hint(error, "keprompt").startswith("open the source")

@@ -75,7 +75,8 @@ def test_warm_listing_runs_nothing_and_still_sees_every_change(
     assert len(log.read_text().split()) == 3  # no tool was asked again
     mods = imported(warm.stderr)
     assert "tuiapp.tools.registry" in mods
-    heavy = {"asyncio", "jsonschema", "textual", "tuiapp.core.conversation", "tuiapp.tools.runner",
+    heavy = {"asyncio", "jsonschema", "textual", "tuiapp.conversation.conversation",
+             "tuiapp.tools.runner",
              "tuiapp.tools.lifetime", "subprocess",
              # nor what only a table, a trust write, an allow rule or a typo needs
              "shutil", "tempfile", "hashlib", "difflib", "unicodedata"}

@@ -39,7 +39,7 @@ def test_a_kep_toml_linked_to_an_endless_device_is_refused(project: Path, device
 
 
 def test_a_fifo_user_config_is_refused(project: Path) -> None:
-    from tuiapp import paths
+    from tuiapp.settings import paths
 
     user = paths.user_config_file()
     user.parent.mkdir(parents=True, exist_ok=True)

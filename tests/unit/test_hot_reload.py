@@ -25,16 +25,17 @@ from typing import Any
 import pytest
 from conftest import KEP, kep_env, write_tool
 
-from tuiapp import config, config_types
-from tuiapp.config_types import ConfigError, ProviderConfig
-from tuiapp.core.conversation import allow_all
-from tuiapp.core.events import Event, RegistryChanged, ToolCallDecided, ToolFinished
-from tuiapp.core.messages import Message, ToolCall
+from tuiapp.conversation.conversation import allow_all
+from tuiapp.project import config as project_config
+from tuiapp.project.reloader import Reloader
+from tuiapp.project.workspace import Workspace
 from tuiapp.providers.base import Provider, StreamEnd, StreamItem
-from tuiapp.tools.model import ToolSpec
-from tuiapp.tools.reloader import Reloader
+from tuiapp.settings import config_types
+from tuiapp.settings.config_types import ConfigError, ProviderConfig
 from tuiapp.tools.watcher import Batch, Watcher, ignored
-from tuiapp.workspace import Workspace
+from tuiapp.vocab.events import Event, RegistryChanged, ToolCallDecided, ToolFinished
+from tuiapp.vocab.messages import Message, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 REPO = Path(__file__).resolve().parents[2]
 WAIT = 15.0  # upper bound for any one wait (a slow CI box), never a timing assertion
@@ -270,7 +271,7 @@ class Live:
 
 @contextlib.asynccontextmanager
 async def live(root: Path) -> AsyncIterator[Live]:
-    ws = Workspace(config.load(root))
+    ws = Workspace(project_config.load(root))
     await ws.registry.refresh()
     tools: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     configs: asyncio.Queue[tuple[config_types.Config | None, ConfigError | None]] = asyncio.Queue()
@@ -303,7 +304,7 @@ async def test_refresh_with_changed_paths_handles_dirs_deletes_and_exec_bits(pro
     """The registry alone: refresh(paths) with a directory, a deleted file, a file that lost
     its exec bit."""
     root = make_project(project)
-    ws = Workspace(config.load(root))
+    ws = Workspace(project_config.load(root))
     await ws.registry.refresh()
     write_tool(root / "extensions" / "w" / "weather_tool.py",
                (REPO / "tests/fixtures/extensions/extensions/plain/weather_tool.py").read_text())
@@ -507,7 +508,7 @@ async def _no_watch_threads() -> None:
 @pytest.mark.parametrize("how", ["stop", "cancel"])
 async def test_the_watch_stops_cleanly_leaving_no_threads(project: Path, how: str) -> None:
     root = make_project(project)
-    ws = Workspace(config.load(root))
+    ws = Workspace(project_config.load(root))
     reloader = Reloader(ws)
     task = asyncio.create_task(reloader.run())
     async with asyncio.timeout(WAIT):

@@ -26,7 +26,8 @@ class Run:
         assert res.returncode == 0, res.stderr
         mods = {line.rsplit("|", 1)[-1].strip() for line in res.stderr.splitlines()
                 if line.startswith("import time:")}
-        self.served = "tuiapp.tools.listing_snapshot" in mods and "tuiapp.config" not in mods
+        self.served = ("tuiapp.tools.listing_snapshot" in mods
+                       and "tuiapp.settings.config" not in mods)
         self.stdout = res.stdout
         self.stderr = "\n".join(line for line in res.stderr.splitlines()
                                 if not line.startswith("import time:"))
@@ -135,7 +136,7 @@ def test_project_root_and_trust_changes_are_seen(project: Path, tmp_path: Path) 
     (sub / "kep.toml").unlink()
     assert settled(project, cwd=sub).names() == ["alpha"]
     # Trust withdrawn: the project's tools are not listed, and the listing says why.
-    from tuiapp import trust
+    from tuiapp.security import trust
 
     for record in trust.records():
         trust.forget(Path(record))
@@ -178,7 +179,7 @@ def test_a_kep_module_edited_lists_again(project: Path, tmp_path: Path) -> None:
     (project / "kep.toml").write_text("[tools]\nbuiltins = false\n")
     tool(project / "prompts" / "functions" / "alpha", "alpha")
     settled(project)
-    import tuiapp.tools.model as model
+    import tuiapp.vocab.tool_specs as model
 
     st = os.stat(model.__file__)
     os.utime(model.__file__, ns=(st.st_atime_ns, st.st_mtime_ns + 1))

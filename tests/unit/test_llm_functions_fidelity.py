@@ -10,15 +10,16 @@ import shutil
 import sys
 from pathlib import Path
 
-from tuiapp import config, config_types
-from tuiapp.config_types import Config, McpServerConfig
-from tuiapp.core.messages import ToolCall
-from tuiapp.core.session_start import prepare
 from tuiapp.mcp.client import McpManager
 from tuiapp.mcp.servers import read_mcp_json
+from tuiapp.project import config as project_config
+from tuiapp.project.session_start import prepare
+from tuiapp.project.workspace import Workspace
+from tuiapp.settings import config_types
+from tuiapp.settings.config_types import Config, McpServerConfig
 from tuiapp.tools.cache import DeclarationCache
 from tuiapp.tools.registry import Registry
-from tuiapp.workspace import Workspace
+from tuiapp.vocab.messages import ToolCall
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "llm_functions_fidelity"
 FAKE_MCP = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
@@ -32,7 +33,7 @@ def project(tmp_path: Path) -> Path:
 
 
 async def workspace(root: Path) -> Workspace:
-    ws = Workspace(config.load(root))
+    ws = Workspace(project_config.load(root))
     await ws.registry.refresh()
     return ws
 
@@ -123,7 +124,7 @@ async def test_installing_the_interpreter_fixes_the_tool_without_touching_it(
         "#!/usr/bin/env kep-test-python\n"
         "def run(name: str):\n    \"\"\"Greet.\n\n    Args:\n        name: who\n    \"\"\"\n"
         "    return f'hi {name}'\n")
-    cfg = config.load(tmp_path / "proj")
+    cfg = project_config.load(tmp_path / "proj")
     cache = DeclarationCache(tmp_path / "cache")
     reg = Registry(cfg, cache=cache)
     await reg.refresh()
@@ -146,7 +147,7 @@ async def test_setting_a_required_variable_fixes_the_tool_next_listing(
         "#!/usr/bin/env bash\n# @describe Use the token\n# @env KEP_TEST_TOKEN!\n"
         "main() { echo ok >> \"$LLM_OUTPUT\"; }\n")
     monkeypatch.delenv("KEP_TEST_TOKEN", raising=False)
-    cfg = config.load(root)
+    cfg = project_config.load(root)
     cache = DeclarationCache(tmp_path / "cache")
     assert "needs_token" not in (await _fresh(cfg, cache)).tools
     monkeypatch.setenv("KEP_TEST_TOKEN", "x")
@@ -164,7 +165,7 @@ async def test_installing_a_required_program_fixes_the_tool_without_touching_it(
     (root / "tools" / "needs_prog.sh").write_text(
         "#!/usr/bin/env bash\n# @describe Use a program\n# @meta require-tools kep-test-prog\n"
         "main() { kep-test-prog >> \"$LLM_OUTPUT\"; }\n")
-    cfg = config.load(root)
+    cfg = project_config.load(root)
     cache = DeclarationCache(tmp_path / "cache")
     reg = Registry(cfg, cache=cache)
     await reg.refresh()

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tuiapp import config
-from tuiapp.core.messages import ToolCall
-from tuiapp.core.session_start import StartError, choices, prepare
 from tuiapp.mcp.servers import configured_servers
-from tuiapp.workspace import Workspace
+from tuiapp.project import config as project_config
+from tuiapp.project.session_start import StartError, choices, prepare
+from tuiapp.project.workspace import Workspace
+from tuiapp.vocab.messages import ToolCall
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "loki_config"
 
@@ -29,7 +29,7 @@ def loki_project(tmp_path: Path) -> Path:
 
 
 async def workspace(root: Path) -> Workspace:
-    ws = Workspace(config.load(root))
+    ws = Workspace(project_config.load(root))
     await ws.registry.refresh()
     return ws
 
@@ -113,12 +113,12 @@ async def test_interactive_prompts_fail_closed(tmp_path: Path) -> None:
 
 def test_functions_mcp_json_is_read(tmp_path: Path) -> None:
     root = loki_project(tmp_path)
-    servers = configured_servers(config.load(root))
+    servers = configured_servers(project_config.load(root))
     assert servers["ddg-search"].command == "uvx"
     # the project's own mcp.json wins over the Loki one
     (root / "mcp.json").write_text(json.dumps(
         {"mcpServers": {"ddg-search": {"command": "mine"}}}))
-    assert configured_servers(config.load(root))["ddg-search"].command == "mine"
+    assert configured_servers(project_config.load(root))["ddg-search"].command == "mine"
 
 
 async def test_config_yaml_agent_loads_with_global_tools_and_notices(tmp_path: Path) -> None:

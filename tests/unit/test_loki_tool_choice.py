@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tuiapp import config
-from tuiapp.core.session_start import prepare
-from tuiapp.workspace import Workspace
+from tuiapp.project import config as project_config
+from tuiapp.project.session_start import prepare
+from tuiapp.project.workspace import Workspace
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "loki_config"
 VISIBLE = """\
@@ -41,7 +41,7 @@ def loki_project(tmp_path: Path, head: str) -> Path:
 
 
 async def session_tools(root: Path) -> set[str]:
-    ws = Workspace(config.load(root))
+    ws = Workspace(project_config.load(root))
     await ws.registry.refresh()
     assert not ws.registry.broken, ws.registry.broken
     return set(ws.session_tools())
@@ -55,7 +55,7 @@ async def test_enabled_tools_with_an_alias_is_what_a_session_is_offered(tmp_path
     offered = await session_tools(root)
     loki = {"execute_command", "fs_patch", "raw_args", "demo_py", "ask_user"}
     assert offered & loki == {"execute_command", "fs_patch", "raw_args"}
-    ws = Workspace(config.load(root))
+    ws = Workspace(project_config.load(root))
     await ws.registry.refresh()
     assert loki <= set(ws.registry.tools)  # still listed (visible): only not offered
 
@@ -84,7 +84,7 @@ async def test_a_changed_enabled_tools_applies_at_the_next_listing(tmp_path: Pat
 
 async def test_an_agent_names_an_alias_in_global_tools(tmp_path: Path) -> None:
     root = loki_project(tmp_path, ALIASES + "enabled_tools: execute_command\n")
-    ws = Workspace(config.load(root))
+    ws = Workspace(project_config.load(root))
     await ws.registry.refresh()
     plan = prepare(ws, agent="editor")
     ws.start = plan

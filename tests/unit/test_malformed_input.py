@@ -14,11 +14,11 @@ from test_hot_reload import WAIT, WatchProcess
 from test_hot_reload import make_project as watch_project
 from tools_testutil import make_config, one_def, sh_tool
 
-from tuiapp import config, config_reader, paths
-from tuiapp.config_types import ConfigError
-from tuiapp.core.messages import ToolCall
+from tuiapp.settings import config, config_reader, paths
+from tuiapp.settings.config_types import ConfigError
 from tuiapp.tools.registry import Registry
 from tuiapp.tools.schema import arguments_error, schema_error
+from tuiapp.vocab.messages import ToolCall
 
 
 def kep(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -157,7 +157,7 @@ async def test_a_call_to_a_tool_with_a_bad_schema_is_refused_not_stuck() -> None
     from test_conversation import Recorder, Scripted, conv
 
     from tuiapp.providers.base import StreamEnd
-    from tuiapp.tools.model import ToolSpec
+    from tuiapp.vocab.tool_specs import ToolSpec
 
     bad = ToolSpec("echo", "e", json.loads(SELF_REF), "keprompt", "/x")
     p = Scripted([ToolCall("c1", "echo", {}), StreamEnd("tool_use")], [StreamEnd("end_turn")])

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from fakes.npm_peers import npm_package_dir
 
-from tuiapp.config_types import Config, McpServerConfig, ToolsConfig
-from tuiapp.core.events import Event, RegistryChanged, ToolCallStarted, ToolFinished, ToolOutput
-from tuiapp.core.messages import ToolCall
 from tuiapp.mcp.client import McpFormat, McpManager, ServerState
 from tuiapp.mcp.servers import McpJsonError, configured_servers, read_mcp_json, tool_name
-from tuiapp.tools.model import BrokenTool, ToolSpec
+from tuiapp.settings.config_types import Config, McpServerConfig, ToolsConfig
 from tuiapp.tools.registry import Registry
 from tuiapp.tools.runner import Runner
+from tuiapp.vocab.events import Event, RegistryChanged, ToolCallStarted, ToolFinished, ToolOutput
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 FAKE = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tuiapp.config_types import Config, McpServerConfig
 from tuiapp.mcp.client import McpManager
 from tuiapp.mcp.startup import exit_description
+from tuiapp.settings.config_types import Config, McpServerConfig
 
 BANNER = "print('my-server v1.2 starting', file=sys.stderr, flush=True); "
 

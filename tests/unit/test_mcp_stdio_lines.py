@@ -17,12 +17,12 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp_types import CONNECTION_CLOSED
 
-from tuiapp.config_types import Config, McpServerConfig
-from tuiapp.core.messages import ToolCall
 from tuiapp.mcp.client import McpFormat, McpManager
 from tuiapp.mcp.stdio_lines import LINE_CAP, Dropped, LineSplitter, response_id
 from tuiapp.mcp.stdio_transport import stdio_transport
+from tuiapp.settings.config_types import Config, McpServerConfig
 from tuiapp.tools.runner import Runner
+from tuiapp.vocab.messages import ToolCall
 
 RAW = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_raw_server.py")
 STALL_LIMIT = 0.1  # seconds: the longest the event loop may go without running a ticker

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tuiapp.config_types import Config, McpServerConfig
-from tuiapp.core.messages import ToolCall
 from tuiapp.mcp.client import McpFormat, McpManager
 from tuiapp.mcp.results import RESOURCE_CAP
 from tuiapp.mcp.servers import expand_headers, read_mcp_json
-from tuiapp.tools.model import BrokenTool, ToolSpec
+from tuiapp.settings.config_types import Config, McpServerConfig
 from tuiapp.tools.runner import Runner
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 FAKE = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_http_server.py")
 
@@ -191,3 +191,23 @@ def test_an_mcp_prompt_starts_a_session(sse_server: str, tmp_path: Path) -> None
     assert missing.returncode != 0
     assert "review needs the argument 'change'" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_kep_call_of_a_broken_mcp_tool_says_why(sse_server: str, tmp_path: Path) -> None:
+    """A task-only tool is listed as broken: `kep call` says why, not "unknown tool"."""
+    import json
+
+    from conftest import KEP, kep_env
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "mcp.json").write_text(json.dumps({"mcpServers": {"fs": {
+        "url": f"{sse_server}/sse", "type": "sse"}}}))
+    (root / "kep.toml").write_text("[tools]\nbuiltins = false\n")
+    res = subprocess.run([*KEP, "call", "--project", str(root), "fs_task_only", "{}"],
+                         capture_output=True, text=True, timeout=60,
+                         stdin=subprocess.DEVNULL, env=kep_env())
+    assert res.returncode == 2
+    assert "fs_task_only is broken and cannot be called" in res.stderr
+    assert "MCP task" in res.stderr
+    assert "unknown tool" not in res.stderr and "Traceback" not in res.stderr

@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from tuiapp.config_types import BUILTIN_PROVIDERS
-from tuiapp.core.events import TextDelta
-from tuiapp.core.messages import Message, ToolCall
 from tuiapp.providers.base import StreamEnd
 from tuiapp.providers.offline import OfflineProvider, parse_call, parse_calls
-from tuiapp.tools.model import ToolSpec
+from tuiapp.settings.config_types import BUILTIN_PROVIDERS
+from tuiapp.vocab.events import TextDelta
+from tuiapp.vocab.messages import Message, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 READ = ToolSpec(
     "readfile",

@@ -7,10 +7,10 @@ import asyncio
 import time
 from pathlib import Path
 
-from tuiapp.core.events import MessageAdded, TextDelta, TurnEnded
-from tuiapp.core.messages import Message
-from tuiapp.core.recorder import BIG_EVENT, OrderedRecorder, SessionRecorder
-from tuiapp.core.store import Store
+from tuiapp.conversation.recorder import BIG_EVENT, OrderedRecorder, SessionRecorder
+from tuiapp.conversation.store import Store
+from tuiapp.vocab.events import MessageAdded, TextDelta, TurnEnded
+from tuiapp.vocab.messages import Message
 
 HUGE = "the quick brown fox\n\n" * (10_000_000 // 21)  # 10 MB of prose
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 from platformdirs import PlatformDirs
 
-from tuiapp import paths
+from tuiapp.settings import paths
 
 DIRS = (("XDG_CONFIG_HOME", "user_config_dir", paths.config_dir, "KEP_CONFIG_DIR"),
         ("XDG_DATA_HOME", "user_data_dir", paths.data_dir, "KEP_DATA_DIR"),
@@ -47,7 +47,7 @@ def test_kep_overrides_win(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_linux_answer_needs_no_platformdirs_import() -> None:
     import subprocess
 
-    code = ("import sys; from tuiapp import paths; paths.config_dir(); paths.cache_dir(); "
+    code = ("import sys; from tuiapp.settings import paths; paths.config_dir(); paths.cache_dir(); "
             "print('platformdirs' in sys.modules)")
     env = {"HOME": "/home/ann", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,

@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
-from tuiapp import config
-from tuiapp.config_types import ApprovalConfig, ConfigError
-from tuiapp.core.messages import ToolCall
-from tuiapp.core.policy import decide, decide_direct
-from tuiapp.paths import builtin_functions_dir
-from tuiapp.tools.model import ToolSpec
+from tuiapp.project import config as project_config
+from tuiapp.security.policy import decide, decide_direct
+from tuiapp.settings import config
+from tuiapp.settings.config_types import ApprovalConfig, ConfigError
+from tuiapp.settings.paths import builtin_functions_dir
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 BUILTIN_FILES = str(builtin_functions_dir() / "files")
 
@@ -145,5 +146,5 @@ def test_project_rules_come_before_the_users(
     user = tmp_path / "user.toml"
     user.write_text('[[approval.rules]]\ntool = "execcmd"\naction = "allow"\n')
     (tmp_path / "kep.toml").write_text('[[approval.rules]]\ntool = "exec.*"\naction = "deny"\n')
-    cfg = config.load(tmp_path, user_file=user)
+    cfg = project_config.load(tmp_path, user_file=user)
     assert verdict(cfg.approval, "execcmd") == "deny"

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from tuiapp import config
-from tuiapp.config_types import ApprovalConfig
-from tuiapp.core.messages import ToolCall
-from tuiapp.core.policy import decide
-from tuiapp.tools.model import ToolSpec
+from tuiapp.security.policy import decide
+from tuiapp.settings import config
+from tuiapp.settings.config_types import ApprovalConfig
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -217,7 +217,7 @@ def test_readme_ask_example_asks_even_when_the_environment_skips() -> None:
 def test_the_texts_stay_proportional_to_the_arguments() -> None:
     """A call built to multiply the texts (an argv at each of 500 levels around a 1 MB
     string, 100 000 array items, a repeated 2 MB key) costs a few times its own size."""
-    from tuiapp.core import argument_text
+    from tuiapp.security import argument_text
 
     deep: Any = ["y" * 1_000_000]
     for i in range(500):

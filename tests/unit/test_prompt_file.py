@@ -16,18 +16,20 @@ import pytest
 from conftest import KEP, kep_env
 from fakes.llm_server import FakeLLMServer
 
-from tuiapp.config_types import ApprovalConfig, Rule
-from tuiapp.core.conversation import Conversation, allow_all
-from tuiapp.core.events import Event, PromptOutput, TextDelta, ToolCallRequested, ToolFinished
-from tuiapp.core.messages import Message, ToolCall
-from tuiapp.core.prompt_calls import parse_cmd
-from tuiapp.core.prompt_file import PromptError, load, parse
-from tuiapp.core.prompt_run import PromptRun
-from tuiapp.core.prompt_statements import entry_matches
-from tuiapp.core.prompt_variables import substitute
+from tuiapp.conversation import prompt_variables
+from tuiapp.conversation.conversation import Conversation, allow_all
+from tuiapp.conversation.prompt_calls import parse_cmd
+from tuiapp.conversation.prompt_file import load, parse
+from tuiapp.conversation.prompt_model import PromptError
+from tuiapp.conversation.prompt_run import PromptRun
+from tuiapp.conversation.prompt_statements import entry_matches
+from tuiapp.conversation.prompt_variables import substitute
+from tuiapp.project.system_prompt import BASE_PROMPT
 from tuiapp.providers.base import Provider, StreamEnd, StreamItem
-from tuiapp.tools.model import ToolSpec
-from tuiapp.workspace import BASE_PROMPT
+from tuiapp.settings.config_types import ApprovalConfig, Rule
+from tuiapp.vocab.events import Event, PromptOutput, TextDelta, ToolCallRequested, ToolFinished
+from tuiapp.vocab.messages import Message, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "prompts"
 
@@ -119,11 +121,11 @@ def test_statements_continuation_lines_and_comments() -> None:
 
 def test_variables_params_and_missing() -> None:
     pf = load(FIXTURES / "everything.prompt")
-    by_name = {v.name: v for v in pf.variables()}
+    by_name = {v.name: v for v in prompt_variables.variables(pf)}
     assert set(by_name) == {"topic", "who", "n"}  # greeting is .set, echoed is `as`, and
     # the keprompt-only `model` param is no variable for kep
     assert by_name["topic"].default == "kep" and by_name["who"].line == 7
-    assert [v.name for v in pf.missing({"who": "Ann"})] == ["n"]
+    assert [v.name for v in prompt_variables.missing(pf, {"who": "Ann"})] == ["n"]
 
 
 @pytest.mark.parametrize(("text", "line", "says"), [
@@ -284,7 +286,7 @@ def test_cli_errors_exit_2_and_send_nothing(project: Path) -> None:
 
 
 def test_a_prompt_that_fails_its_check_leaves_no_session_behind(project: Path) -> None:
-    from tuiapp.core.store import Store
+    from tuiapp.conversation.store import Store
 
     with FakeLLMServer([{"text": "never"}]) as server:
         root = setup_project(project, provider_url=server.base_url)
@@ -303,7 +305,7 @@ def test_a_prompt_that_fails_its_check_leaves_no_session_behind(project: Path) -
 def test_a_prompt_whose_cmd_fails_before_anything_is_sent_leaves_no_session(project: Path) -> None:
     """A `.cmd` that fails at run time ends the start before any message reaches the model: no
     "(no message)" record is left for `--continue` to land in (the tool's error is on stderr)."""
-    from tuiapp.core.store import Store
+    from tuiapp.conversation.store import Store
 
     with FakeLLMServer([{"text": "never"}]) as server:
         root = setup_project(project, provider_url=server.base_url)

@@ -59,7 +59,7 @@ async def test_chat_reasoning_effort_and_anthropic_off(make: Make,
 def test_reasoning_and_prices_are_read() -> None:
     from pathlib import Path
 
-    from tuiapp.config import parse
+    from tuiapp.settings.config import parse
 
     cfg = parse({"providers": {"ds": {"api": "chat", "reasoning": "high",
                                       "prices": {"input": 1, "output": 2.5},
@@ -87,8 +87,8 @@ def test_reasoning_and_prices_are_read() -> None:
 def test_bad_reasoning_or_prices_name_the_key(table: dict[str, Any], says: str) -> None:
     from pathlib import Path
 
-    from tuiapp.config import parse
-    from tuiapp.config_types import ConfigError
+    from tuiapp.settings.config import parse
+    from tuiapp.settings.config_types import ConfigError
 
     with pytest.raises(ConfigError) as e:
         parse({"providers": {"ds": {"api": "chat", **table}}}, "kep.toml", Path("."))

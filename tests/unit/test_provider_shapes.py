@@ -13,14 +13,9 @@ from fakes import recorded
 from fakes.llm_server import FakeLLMServer
 from shapes_testutil import Make, Run, bodies, providers, serving
 
-from tuiapp.core.events import (
-    MessageAdded,
-    ProviderError,
-    Retrying,
-    ToolFinished,
-)
-from tuiapp.core.messages import Message, ToolCall
-from tuiapp.tools.model import ToolSpec
+from tuiapp.vocab.events import MessageAdded, ProviderError, Retrying, ToolFinished
+from tuiapp.vocab.messages import Message, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 
 @pytest.fixture
@@ -180,7 +175,7 @@ async def test_switching_model_drops_foreign_reasoning(api: str, make: Make,
 
 async def test_reasoning_survives_the_session_store(make: Make, server: FakeLLMServer,
                                                     tmp_path: Any) -> None:
-    from tuiapp.core.store import Store
+    from tuiapp.conversation.store import Store
 
     server.add(recorded.anthropic_thinking_tool_use(), {"text": "ok"},
                recorded.anthropic_followup("again ok"))
@@ -234,8 +229,8 @@ async def test_earlier_answers_reasoning_is_not_resent(make: Make,
 
 
 def test_responses_reasoning_without_encrypted_content_is_not_replayed() -> None:
-    from tuiapp.core.messages import Reasoning
     from tuiapp.providers.openai_responses import to_input
+    from tuiapp.vocab.messages import Reasoning
 
     origin = "responses|openai|gpt-5-mini"
     items = ({"type": "reasoning", "id": "rs_9", "summary": []},

@@ -12,12 +12,7 @@ from fakes import recorded
 from fakes.llm_server import FakeLLMServer
 from shapes_testutil import KEY, Make, Run, providers, serving
 
-from tuiapp.core.events import (
-    Notice,
-    ProviderError,
-    TurnEnded,
-    Usage,
-)
+from tuiapp.vocab.events import Notice, ProviderError, TurnEnded, Usage
 
 
 @pytest.fixture

@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 from fakes.llm_server import FakeLLMServer
 
-from tuiapp.config_types import ProviderConfig
-from tuiapp.core.events import Retrying, TextDelta, Usage
-from tuiapp.core.messages import Message, ToolCall
 from tuiapp.providers.anthropic import AnthropicProvider
 from tuiapp.providers.base import Provider, ProviderFailure, StreamEnd, stream_with_retries
 from tuiapp.providers.openai_chat import ChatProvider
 from tuiapp.providers.openai_responses import ResponsesProvider
-from tuiapp.tools.model import ToolSpec
+from tuiapp.settings.config_types import ProviderConfig
+from tuiapp.vocab.events import Retrying, TextDelta, Usage
+from tuiapp.vocab.messages import Message, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 APIS = {

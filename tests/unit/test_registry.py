@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from tools_testutil import PY, make_config, one_def, read_pid, sh_tool, wait_gone
 
-from tuiapp import paths
-from tuiapp.tools.model import BrokenTool, ToolSpec
+from tuiapp.settings import paths
 from tuiapp.tools.registry import Registry
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 WRAPPED = (
     '  echo \'[{"type": "function", "function": {"name": "wrapped", '

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from tools_testutil import make_config, read_pid, wait_gone
 
-from tuiapp.core.events import Event, ToolCallStarted, ToolFinished, ToolOutput
-from tuiapp.core.messages import ToolCall
 from tuiapp.tools.formats.base import FormatContext
 from tuiapp.tools.formats.keprompt import KepromptFormat
-from tuiapp.tools.model import Invocation, ToolSpec
 from tuiapp.tools.runner import DirectResult, Runner
+from tuiapp.vocab.events import Event, ToolCallStarted, ToolFinished, ToolOutput
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import Invocation, ToolSpec
 
 
 def tool(root: Path, name: str, body: str) -> ToolSpec:
@@ -206,9 +206,9 @@ async def test_invalid_utf8_and_a_5mb_line(project: Path) -> None:
 FLOOD_CHECK = """
 import asyncio, json, resource, sys
 from pathlib import Path
-from tuiapp import config
-from tuiapp.core.messages import ToolCall
-from tuiapp.tools.model import ToolSpec
+from tuiapp.settings import config
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 from tuiapp.tools.runner import Runner
 root, exe = Path(sys.argv[1]), sys.argv[2]
 cfg = config.parse({"tools": {"builtins": False}}, "t", root)

@@ -7,9 +7,11 @@ import random
 
 import pytest
 
-from tuiapp import config, config_types
-from tuiapp.core import secrets
-from tuiapp.core.secrets import MIN_SECRET_LEN, Secrets
+from tuiapp.project import config as project_config
+from tuiapp.security import secrets
+from tuiapp.security.secrets import MIN_SECRET_LEN, Secrets
+from tuiapp.settings import config, config_types
+from tuiapp.vocab.trust_state import TrustState
 
 KEY = "sk-proj-REALKEY-0123456789abcdefghij"
 TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123"
@@ -115,7 +117,7 @@ def test_child_env_drops_provider_and_dotenv_keys_and_copies_of_them(
     monkeypatch.setenv("PATH_EXTRA", "")
     monkeypatch.delenv("SERVICE_SECRET")
     monkeypatch.delenv("PATH_EXTRA")
-    config.load_dotenv(tmp_path)
+    project_config.load_dotenv(tmp_path, TrustState(str(tmp_path), True))
     cfg = config.parse({"providers": {"mine": {"api": "chat", "api_key_env": "MY_PROVIDER_TOKEN"}},
                         "tools": {"pass_env": ["PATH_EXTRA"]}}, "test", tmp_path)
     env = secrets.child_env(cfg)

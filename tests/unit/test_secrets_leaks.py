@@ -14,13 +14,15 @@ import pytest
 from conftest import KEP, kep_env
 from fakes.llm_server import FakeLLMServer
 
-from tuiapp import config, config_types
-from tuiapp.config_types import McpServerConfig
-from tuiapp.core import secrets
-from tuiapp.core.events import Event, ToolOutput
-from tuiapp.core.messages import ToolCall
+from tuiapp.project import config as project_config
+from tuiapp.security import secrets
+from tuiapp.settings import config, config_types
+from tuiapp.settings.config_types import McpServerConfig
 from tuiapp.tools.registry import Registry
 from tuiapp.tools.runner import Runner
+from tuiapp.vocab.events import Event, ToolOutput
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.trust_state import TrustState
 
 KEY = "sk-proj-LEAKTEST-0123456789abcdefghijkl"
 DOT = "dotenv-secret-VALUE-98765"
@@ -118,7 +120,7 @@ def keyed(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)  # removed again after the test, whoever set it
     (project / ".env").write_text(f"DOT_SECRET={DOT}\nPASSED_TOKEN={PASSED}\n")
-    config.load_dotenv(project)
+    project_config.load_dotenv(project, TrustState(str(project), True))
     return project
 
 
@@ -248,11 +250,11 @@ def test_config_show_masks_by_value_as_well_as_by_name(project: Path) -> None:
 async def test_provider_errors_show_no_part_of_the_key(
     api: str, case: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tuiapp.config_types import ProviderConfig
     from tuiapp.providers.anthropic import AnthropicProvider
     from tuiapp.providers.base import ProviderFailure
     from tuiapp.providers.openai_chat import ChatProvider
     from tuiapp.providers.openai_responses import ResponsesProvider
+    from tuiapp.settings.config_types import ProviderConfig
 
     cls = {"responses": ResponsesProvider, "chat": ChatProvider, "anthropic": AnthropicProvider}
     key = KEY + ("\n" if case == "newline" else "")  # a stray newline from a pasted key

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import KEP, kep_env
 
-from tuiapp import paths
-from tuiapp.core import session_admin
-from tuiapp.core.events import MessageAdded
-from tuiapp.core.messages import Message
-from tuiapp.core.store import Store
+from tuiapp.conversation import session_admin
+from tuiapp.conversation.store import Store
+from tuiapp.settings import paths
+from tuiapp.vocab.events import MessageAdded
+from tuiapp.vocab.messages import Message
 
 
 def kep(*argv: str) -> subprocess.CompletedProcess[str]:

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from conftest import KEP, kep_env, write_tool
 
-from tuiapp.core import session_lock
-from tuiapp.core.events import MessageAdded, TextDelta
-from tuiapp.core.messages import Message
-from tuiapp.core.recorder import SessionRecorder
-from tuiapp.core.session_lock import SessionBusy, acquire, fork_session
-from tuiapp.core.store import Store
+from tuiapp.conversation import session_lock
+from tuiapp.conversation.recorder import SessionRecorder
+from tuiapp.conversation.session_lock import SessionBusy, acquire, fork_session
+from tuiapp.conversation.store import Store
+from tuiapp.vocab.events import MessageAdded, TextDelta
+from tuiapp.vocab.messages import Message
 
 SLOW = """#!/bin/sh
 if [ "$1" = "--list-functions" ]; then
@@ -33,8 +33,8 @@ echo "slow done"
 
 HOLD = """
 import sys, time
-from tuiapp.core.store import Store
-from tuiapp.core.session_lock import acquire
+from tuiapp.conversation.store import Store
+from tuiapp.conversation.session_lock import acquire
 store = Store.open(sys.argv[1])
 acquire(store, sys.argv[2])
 print("held", flush=True)

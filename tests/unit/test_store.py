@@ -17,9 +17,14 @@ from typing import Any
 import pytest
 
 from tuiapp import cli
-from tuiapp.config_types import ApprovalConfig, ProviderConfig, Rule
-from tuiapp.core.conversation import Conversation, deny_all
-from tuiapp.core.events import (
+from tuiapp.conversation.conversation import Conversation, deny_all
+from tuiapp.conversation.recorder import SessionRecorder, chain
+from tuiapp.conversation.session_history import INTERRUPTED_CALL
+from tuiapp.conversation.store import Store, UnknownSession
+from tuiapp.conversation.store_schema import StoreError
+from tuiapp.providers.base import Provider, StreamEnd, StreamItem
+from tuiapp.settings.config_types import ApprovalConfig, ProviderConfig, Rule
+from tuiapp.vocab.events import (
     Event,
     MessageAdded,
     TextDelta,
@@ -28,13 +33,8 @@ from tuiapp.core.events import (
     ToolFinished,
     Usage,
 )
-from tuiapp.core.messages import Message, ToolCall
-from tuiapp.core.recorder import SessionRecorder, chain
-from tuiapp.core.session_history import INTERRUPTED_CALL
-from tuiapp.core.store import Store, UnknownSession
-from tuiapp.core.store_schema import StoreError
-from tuiapp.providers.base import Provider, StreamEnd, StreamItem
-from tuiapp.tools.model import ToolSpec
+from tuiapp.vocab.messages import Message, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 ECHO = ToolSpec("echo", "echo text", {"type": "object", "properties": {"text": {"type": "string"}},
                                       "required": ["text"]}, "keprompt", "/x/echo")
@@ -299,9 +299,9 @@ def test_database_file_is_private(db: Path) -> None:
 
 WRITER = r"""
 import sys
-from tuiapp.core.store import Store
-from tuiapp.core.events import MessageAdded, TextDelta
-from tuiapp.core.messages import Message
+from tuiapp.conversation.store import Store
+from tuiapp.vocab.events import MessageAdded, TextDelta
+from tuiapp.vocab.messages import Message
 import json
 store = Store.open(sys.argv[1])
 sid = store.create_session(sys.argv[2], "fake/m")
@@ -372,8 +372,8 @@ def test_killed_writer_loses_at_most_the_event_in_flight(db: Path, project: Path
 
 def test_rereading_a_history_sees_every_change_from_any_connection(tmp_path: Path) -> None:
     """Resuming reads a session twice; the second read may reuse the first, never stale."""
-    from tuiapp.core.events import MessageAdded, TextDelta
-    from tuiapp.core.messages import Message
+    from tuiapp.vocab.events import MessageAdded, TextDelta
+    from tuiapp.vocab.messages import Message
 
     store = Store.open(tmp_path / "s.db")
     sid = store.create_session(tmp_path, "m")

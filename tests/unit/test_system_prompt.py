@@ -9,11 +9,11 @@ from pathlib import Path
 
 from conftest import KEP, kep_env
 
-from tuiapp import config
-from tuiapp.core.session_start import prepare
-from tuiapp.core.system_prompt import build_system_prompt, compose
-from tuiapp.tools.model import ToolSpec
-from tuiapp.workspace import BASE_PROMPT, Workspace
+from tuiapp.project import config as project_config
+from tuiapp.project.session_start import prepare
+from tuiapp.project.system_prompt import BASE_PROMPT, compose
+from tuiapp.project.workspace import Workspace
+from tuiapp.vocab.tool_specs import ToolSpec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 NO_ARGS: dict[str, object] = {"type": "object", "properties": {}}
@@ -41,8 +41,8 @@ def test_sections_in_order_once_each() -> None:
 
 def test_config_system_prompt_replaces_the_base(tmp_path: Path) -> None:
     (tmp_path / "kep.toml").write_text('system_prompt = "Talk like a pirate."\n')
-    ws = Workspace(config.load(tmp_path))
-    assert build_system_prompt(ws) == "Talk like a pirate." == ws.system_prompt()
+    ws = Workspace(project_config.load(tmp_path))
+    assert ws.system_prompt() == "Talk like a pirate."
 
 
 def test_show_system_with_a_prompt_packs_and_aitools(tmp_path: Path) -> None:
@@ -73,7 +73,7 @@ def test_agent_part_follows_the_workspace_start(tmp_path: Path) -> None:
     d = root / "agents" / "tiny"
     d.mkdir(parents=True)
     (d / "index.yaml").write_text("name: Tiny\ninstructions: Be tiny on {{__os_family__}}.\n")
-    ws = Workspace(config.load(root))
+    ws = Workspace(project_config.load(root))
     ws.start = prepare(ws, agent="tiny")
     assert ws.system_prompt().endswith("\n\nBe tiny on unix.")
     ws.start = None

@@ -10,18 +10,18 @@ from pathlib import Path
 import pytest
 from conftest import KEP, kep_env
 
-from tuiapp import config
-from tuiapp.core.messages import ToolCall
+from tuiapp.project import config as project_config
 from tuiapp.tools.check import check_entries
 from tuiapp.tools.registry import Registry
 from tuiapp.tools.runner import Runner
 from tuiapp.tools.templates import LANGS, TemplateError, create
+from tuiapp.vocab.messages import ToolCall
 
 PAIRS = [(fmt, lang) for fmt, langs in LANGS.items() for lang in langs]
 
 
 async def list_run_check(root: Path, name: str, tmp: Path) -> tuple[list[str], str, list]:
-    cfg = config.load(root)
+    cfg = project_config.load(root)
     reg = Registry(cfg)
     await reg.refresh()
     assert not reg.broken, reg.broken

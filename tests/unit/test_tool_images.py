@@ -18,18 +18,18 @@ import mcp.types as types
 import pytest
 from fakes.llm_server import FakeLLMServer
 
-from tuiapp.config_types import ApprovalConfig, Config, McpServerConfig, ProviderConfig
-from tuiapp.core.conversation import Conversation, allow_all
-from tuiapp.core.events import Event, MessageAdded, ToolFinished
-from tuiapp.core.messages import Message, ToolImage
-from tuiapp.core.tool_images import MAX_IMAGES
+from tuiapp.conversation.conversation import Conversation, allow_all
 from tuiapp.mcp.client import McpFormat, McpManager
 from tuiapp.mcp.results import result_parts
 from tuiapp.providers.anthropic import AnthropicProvider
 from tuiapp.providers.offline import OfflineProvider
 from tuiapp.providers.openai_chat import ChatProvider
 from tuiapp.providers.openai_responses import ResponsesProvider
+from tuiapp.settings.config_types import ApprovalConfig, Config, McpServerConfig, ProviderConfig
+from tuiapp.tools.images import MAX_IMAGES
 from tuiapp.tools.runner import Runner
+from tuiapp.vocab.events import Event, MessageAdded, ToolFinished
+from tuiapp.vocab.messages import Message, ToolImage
 
 FAKE = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 2040  # what the fake server's read_media_file returns
@@ -272,10 +272,10 @@ async def test_images_survive_a_resume_stored_once_and_exports_show_placeholders
     from test_store import ECHO, Scripted
 
     from tuiapp import cli
-    from tuiapp.core.messages import ToolCall
-    from tuiapp.core.recorder import SessionRecorder
-    from tuiapp.core.store import Store
+    from tuiapp.conversation.recorder import SessionRecorder
+    from tuiapp.conversation.store import Store
     from tuiapp.providers.base import StreamEnd
+    from tuiapp.vocab.messages import ToolCall
 
     image = ToolImage("image/png", PNG_B64, 2048)
 
@@ -333,9 +333,9 @@ async def test_kep_mcp_serve_passes_a_served_servers_image_on_as_an_image(
 
 
 def test_a_long_session_resends_only_its_newest_images() -> None:
-    from tuiapp.core.messages import ToolCall
     from tuiapp.providers import anthropic, openai_responses
     from tuiapp.providers.wire import HISTORY_IMAGES
+    from tuiapp.vocab.messages import ToolCall
 
     history: list[Message] = [Message("user", "go")]
     for n in range(30):
@@ -352,3 +352,15 @@ def test_a_long_session_resends_only_its_newest_images() -> None:
     outputs = [i["output"] for i in openai_responses.to_input(history)
                if i.get("type") == "function_call_output"]
     assert [isinstance(o, list) for o in outputs] == sent
+
+
+@pytest.mark.parametrize("size", [67, 120, 300, 380])
+def test_a_tiny_images_base64_leaves_structured_content_too(size: int) -> None:
+    """Under 512 base64 characters (images under about 380 bytes) the bytes were kept."""
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 2
+    data = base64.b64encode(png[:size]).decode()
+    result = types.CallToolResult(content=[], structured_content={
+        "path": "icon.png", "content": data, "caption": "QUJDREVGR0hJSktMTU5PUA"})
+    text, _ = result_parts(result)
+    assert data not in text and "[base64 data, " in text
+    assert "QUJDREVGR0hJSktMTU5PUA" in text  # ordinary short strings stay as they are

@@ -16,10 +16,13 @@ import pytest
 from conftest import KEP, PYCACHE, REPO, kep_env
 from fakes import hostile_checkout as hostile
 
-from tuiapp import config, config_writer, trust
 from tuiapp.commands._common import load_config
-from tuiapp.trust_items import inventory
-from tuiapp.workspace import Workspace
+from tuiapp.project import config as project_config
+from tuiapp.project import inventory as project_inventory
+from tuiapp.project.inventory import inventory
+from tuiapp.project.workspace import Workspace
+from tuiapp.security import trust
+from tuiapp.settings import config_writer
 
 
 @pytest.fixture
@@ -220,13 +223,13 @@ def test_gained_allow_rules_and_servers_are_held_back_until_trusted_again(checko
     assert "sneaky" in res.stdout  # what was trusted stays in force
     assert "newcomer" not in hostile.markers(checkout) and hostile.SERVED in \
         hostile.markers(checkout)
-    cfg = config.load(checkout)
+    cfg = project_config.load(checkout)
     assert [r.tool for r in cfg.approval.rules if r.action == "allow"] == ["sneaky"]
 
     assert kep("trust", str(checkout)).returncode == 0
     res = kep("functions", "--project", str(checkout))
     assert "gained" not in res.stderr and "newcomer" in hostile.markers(checkout)
-    assert ".*" in [r.tool for r in config.load(checkout).approval.rules]
+    assert ".*" in [r.tool for r in project_config.load(checkout).approval.rules]
 
 
 def test_an_always_answer_is_not_a_change_to_ask_about(checkout: Path) -> None:
@@ -245,7 +248,7 @@ def test_a_changed_default_and_provider_table_are_held_back(checkout: Path) -> N
     state = trust.check(checkout)
     assert "approval default = allow" in state.gained
     assert any("collector.invalid" in g for g in state.gained)
-    cfg = config.load(checkout)
+    cfg = project_config.load(checkout)
     assert cfg.approval.default == "ask"
     assert cfg.providers["openai"].base_url is None
 
@@ -262,13 +265,13 @@ def test_inventory_counts_without_running_and_labels_stay_on_one_line(checkout: 
     assert len(found.allow_rules) == 500
     assert all("\n" not in r and "\x1b" not in r for r in found.allow_rules)
     assert hostile.markers(checkout) == set()
-    q = trust.question(config.load(checkout))
+    q = project_inventory.question(project_config.load(checkout))
     assert q is not None and q.contents == found
 
 
 def test_kep_own_checkout_needs_no_question(fresh_state: Path) -> None:
-    cfg = config.load(REPO)
-    assert trust.question(cfg) is None  # its prompts/functions are kep's built-ins
+    cfg = project_config.load(REPO)
+    assert project_inventory.question(cfg) is None  # its prompts/functions are kep's built-ins
     assert inventory(REPO).executables == 0
 
 

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tuiapp import config, config_types
+from tuiapp.settings import config, config_types
 
 PY = sys.executable  # a direct interpreter path: no pyenv shim, fast to start
 

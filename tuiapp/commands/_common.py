@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from tuiapp import paths, trust
+from tuiapp.security import trust
+from tuiapp.settings import paths
 
 if TYPE_CHECKING:  # config (tomllib, the settings classes) only where it is loaded
     import argparse
 
-    from tuiapp import config_types
-    from tuiapp.core.store import Store
+    from tuiapp.conversation.store import Store
+    from tuiapp.settings import config_types
 
 
 def project_root(args: argparse.Namespace) -> Path:
@@ -27,7 +29,8 @@ def load_config(args: argparse.Namespace, *, headless: bool = True) -> config_ty
     .env is not read and its kep.toml not applied. Headless commands say on stderr, in one
     line each, what a trusted project gained since it was trusted (held back until `kep
     trust`) and which config keys are unknown (the TUI shows both itself)."""
-    from tuiapp import config, config_types
+    from tuiapp.project import config as project_config
+    from tuiapp.settings import config_types
 
     root = project_root(args)
     if not root.is_dir():
@@ -41,13 +44,12 @@ def load_config(args: argparse.Namespace, *, headless: bool = True) -> config_ty
         print(f"kep: since you trusted {state.root} it gained {', '.join(state.gained)}; "
               "not applied until you run `kep trust` again", file=sys.stderr)
     try:
-        if state.trusted:
-            config.load_dotenv(root)
-        cfg = config.load(root, trust_state=state)
+        project_config.load_dotenv(root, state)  # held-back variables are among `gained`
+        cfg = project_config.load(root, trust_state=state)
     except config_types.ConfigError as e:
         fail(str(e))
     if headless:
-        from tuiapp.core.display import printable_line
+        from tuiapp.security.display import printable_line
 
         for line in cfg.warnings:
             print(f"kep: warning: {printable_line(line)}", file=sys.stderr)
@@ -60,7 +62,7 @@ def untrusted_contents(cfg: config_types.Config) -> str | None:
     state = trust.state_of(cfg)
     if state.trusted:
         return None
-    from tuiapp.trust_items import inventory
+    from tuiapp.project.inventory import inventory
 
     found = inventory(Path(state.root))
     return None if found.empty() else found.summary()
@@ -84,7 +86,7 @@ def note_untrusted(cfg: config_types.Config) -> None:
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    from tuiapp.core.display import printable  # a key or path from a file may hold ESC
+    from tuiapp.security.display import printable
 
     print(f"kep: {printable(message)}", file=sys.stderr)
     raise SystemExit(code)
@@ -93,8 +95,8 @@ def fail(message: str, code: int = 2) -> NoReturn:
 def take_session(store: Store, session_id: str, *, fork: bool) -> str:
     """Become the one writer of the session (or of a copy of it, with --fork); a session
     another live kep is writing is refused with one line and exit 2."""
-    from tuiapp.core.session_lock import SessionBusy, acquire, fork_session
-    from tuiapp.core.store_schema import StoreError
+    from tuiapp.conversation.session_lock import SessionBusy, acquire, fork_session
+    from tuiapp.conversation.store_schema import StoreError
 
     try:
         if fork:
@@ -105,3 +107,18 @@ def take_session(store: Store, session_id: str, *, fork: bool) -> str:
     except StoreError as e:
         fail(str(e), 1)
     return session_id
+
+
+def show_source(source: str, root: Path) -> str:
+    """A source as short as it stays unambiguous: project-relative, (built-in) NAME, ~/…"""
+    if not source.startswith("/"):
+        return source  # mcp:<server> and the like
+    path = Path(source)
+    builtin = paths.builtin_functions_dir()
+    for base, prefix in ((root, ""), (builtin, "(built-in) ")):
+        try:
+            return prefix + str(path.relative_to(base))
+        except ValueError:
+            continue
+    home = os.path.expanduser("~")
+    return "~" + source[len(home):] if home != "/" and source.startswith(home + "/") else source

@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 
 from tuiapp.commands._common import fail
-from tuiapp.core.conversation import Conversation
-from tuiapp.core.prompt_file import PromptError
-from tuiapp.core.session_start import StartError, StartPlan, parse_sets, prepare
+from tuiapp.conversation.conversation import Conversation
+from tuiapp.conversation.prompt_model import PromptError
+from tuiapp.project.session_start import StartError, StartPlan, parse_sets, prepare
+from tuiapp.project.workspace import Workspace
 from tuiapp.tools.runner import Runner
-from tuiapp.workspace import Workspace
 
 
 class StartFailed(Exception):

@@ -20,14 +20,14 @@ import shlex
 import sys
 from typing import Any, TextIO
 
-from tuiapp import paths
 from tuiapp.commands._common import fail, load_config, require_trust
-from tuiapp.core import policy
-from tuiapp.core.display import StreamPrintable, printable
-from tuiapp.core.events import Event, ToolOutput
-from tuiapp.core.messages import ToolCall
 from tuiapp.providers.offline import positional_arguments
+from tuiapp.security import policy
+from tuiapp.security.display import StreamPrintable, printable
+from tuiapp.settings import paths
 from tuiapp.tools.schema import arguments_error
+from tuiapp.vocab.events import Event, ToolOutput
+from tuiapp.vocab.messages import ToolCall
 
 KEEP_SPOOLS = 50  # `kep call` spool files kept in the data dir
 
@@ -73,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _call(cfg: Any, name: str, arguments: list[str], *, as_json: bool) -> int:
-    from tuiapp.workspace import Workspace
+    from tuiapp.project.workspace import Workspace
 
     ws = Workspace(cfg)
     ws.start_mcp()
@@ -95,6 +95,9 @@ async def _call_in(ws: Any, name: str, words: list[str], *, as_json: bool) -> in
     spec = registry.tools.get(name)
     if spec is None:
         require_trust(cfg)  # it may be one of the project's own: say why it is not here
+        named = [b for b in registry.broken if b.name == name]
+        if named:  # listed, but kep cannot run it: say why, not "unknown"
+            fail(f"{name} is broken and cannot be called: {named[0].error}")
         close = difflib.get_close_matches(name, list(registry.tools), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else "; `kep functions` lists them"
         broken = [b for b in registry.broken if os.path.basename(b.source) == name

@@ -6,8 +6,9 @@ import argparse
 
 import tomli_w
 
-from tuiapp import paths, trust
 from tuiapp.commands._common import load_config
+from tuiapp.security import trust
+from tuiapp.settings import paths
 
 
 def main(args: argparse.Namespace) -> int:
@@ -27,7 +28,7 @@ def main(args: argparse.Namespace) -> int:
                 note = "  (not applied: this folder is not trusted; see `kep trust`)"
             print(f"{label + ':':<27} {f}{note}")
         return 0
-    from tuiapp.core import secrets
+    from tuiapp.security import secrets
 
     shown = secrets.mask_config(dict(cfg.raw), secrets.collect(cfg))
     print(f"# active model: {cfg.default_model()}")

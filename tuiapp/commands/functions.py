@@ -8,20 +8,19 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tuiapp import paths
-from tuiapp.commands._common import load_config, note_untrusted
-from tuiapp.tools.model import BrokenTool, ToolSpec
+from tuiapp.commands._common import load_config, note_untrusted, show_source
+from tuiapp.settings import paths
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 if TYPE_CHECKING:
     import argparse
 
+    from tuiapp.project.workspace import Workspace
     from tuiapp.tools.listing_snapshot import Recorder
-    from tuiapp.workspace import Workspace
 
 
 def main(args: argparse.Namespace) -> int:
@@ -46,8 +45,8 @@ def _recorder(args: argparse.Namespace) -> Recorder | None:
             "trust", "check", "light_schema", "watch")):
         return None
     from tuiapp.commands._common import project_root
+    from tuiapp.security.trust import STATE_FILE
     from tuiapp.tools.listing_snapshot import Recorder
-    from tuiapp.trust import STATE_FILE
 
     user_files = [str(paths.user_config_file()), str(paths.state_dir() / STATE_FILE)]
     try:
@@ -59,7 +58,7 @@ def _recorder(args: argparse.Namespace) -> Recorder | None:
 def _list(args: argparse.Namespace, snapshot: Recorder | None) -> int:
     cfg = load_config(args)
     note_untrusted(cfg)
-    from tuiapp.workspace import Workspace
+    from tuiapp.project.workspace import Workspace
 
     ws = Workspace(cfg)
     if snapshot is not None:
@@ -127,25 +126,10 @@ async def _refresh(ws: Workspace) -> None:
         await ws.aclose()
 
 
-def show_source(source: str, root: Path) -> str:
-    """A source as short as it stays unambiguous: project-relative, (built-in) NAME, ~/…"""
-    if not source.startswith("/"):
-        return source  # mcp:<server> and the like
-    path = Path(source)
-    builtin = paths.builtin_functions_dir()
-    for base, prefix in ((root, ""), (builtin, "(built-in) ")):
-        try:
-            return prefix + str(path.relative_to(base))
-        except ValueError:
-            continue
-    home = os.path.expanduser("~")
-    return "~" + source[len(home):] if home != "/" and source.startswith(home + "/") else source
-
-
 def print_table(entries: list[ToolSpec | BrokenTool], root: Path) -> None:
     import shutil  # here, not at the top: `--json` needs neither (nor bz2, lzma, unicodedata)
 
-    from tuiapp.core.display import printable, printable_line
+    from tuiapp.security.display import printable, printable_line
 
     if not entries:
         print(f"No tools found. Add executables to {root / 'prompts' / 'functions'} "

@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tuiapp.commands.functions import show_source
+from tuiapp.commands._common import show_source
 from tuiapp.tools.check import Finding, check_entries, counts, exit_status
-from tuiapp.tools.model import BrokenTool, ToolSpec
 from tuiapp.tools.registry import Registry
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 
 def run_check(registry: Registry, entries: Sequence[ToolSpec | BrokenTool], *,
@@ -47,6 +47,7 @@ def print_findings(findings: Sequence[Finding], root: Path) -> None:
             source = f.source
             print(_shown(show_source(f.source, root)))
         print(f"  {f.severity:<7}  {f.code}: {_shown(f.message)}")
-        print(f"           fix: {_shown(f.fix)}")
+        if f.fix:
+            print(f"           fix: {_shown(f.fix)}")
     n = counts(findings)
     print(f"\n{n['error']} error(s), {n['warning']} warning(s), {n['info']} info")

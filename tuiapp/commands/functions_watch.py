@@ -22,11 +22,11 @@ import sys
 from typing import Any
 
 from tuiapp.commands._common import load_config, note_untrusted
-from tuiapp.config_types import Config, ConfigError
-from tuiapp.core.display import json_printable, printable
-from tuiapp.core.events import RegistryChanged
-from tuiapp.tools.reloader import Reloader, broken_reasons, describe
-from tuiapp.workspace import Workspace
+from tuiapp.project.reloader import Reloader, broken_reasons, describe
+from tuiapp.project.workspace import Workspace
+from tuiapp.security.display import json_printable, printable
+from tuiapp.settings.config_types import Config, ConfigError
+from tuiapp.vocab.events import RegistryChanged
 
 
 def main(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from tuiapp import docs
-from tuiapp.core.display import printable_line
+from tuiapp.security.display import printable_line
 
 
 def main(args: argparse.Namespace) -> int:

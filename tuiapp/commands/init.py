@@ -13,7 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from tuiapp import paths
+from tuiapp.settings import paths
 
 
 def main(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 
 from tuiapp.commands._common import load_config, require_trust
-from tuiapp.config_types import Config, ConfigError
+from tuiapp.settings.config_types import Config, ConfigError
 
 # Set in the environment of everything `kep mcp serve` starts, so a project whose mcp.json
 # names `kep mcp serve` for itself does not start itself again, and again.
@@ -53,14 +53,14 @@ async def serve(config: Config, wire_in: int, wire_out: int, *, allow_ask: bool 
     import anyio
     from mcp.server.stdio import stdio_server
 
-    from tuiapp import paths
-    from tuiapp.core.events import RegistryChanged
     from tuiapp.mcp.client import McpFormat, McpManager
     from tuiapp.mcp.server import KepMcpServer
+    from tuiapp.project.reloader import Reloader
+    from tuiapp.project.workspace import Workspace
+    from tuiapp.settings import paths
     from tuiapp.tools.formats import default_formats
-    from tuiapp.tools.reloader import Reloader
     from tuiapp.tools.runner import Runner
-    from tuiapp.workspace import Workspace
+    from tuiapp.vocab.events import RegistryChanged
 
     workspace = Workspace(config)
     await workspace.registry.refresh()

@@ -15,10 +15,14 @@ from typing import Any, TextIO
 
 from tuiapp.commands import _start
 from tuiapp.commands._common import fail, load_config, require_trust
-from tuiapp.core import policy, session_admin
-from tuiapp.core.conversation import Approval, Approver, allow_all, deny_all
-from tuiapp.core.display import StreamPrintable, json_printable, printable
-from tuiapp.core.events import (
+from tuiapp.conversation import session_admin
+from tuiapp.conversation.conversation import Approval, Approver, allow_all, deny_all
+from tuiapp.project.session_start import StartPlan
+from tuiapp.project.workspace import Workspace
+from tuiapp.providers import ModelError, make_provider
+from tuiapp.security import policy
+from tuiapp.security.display import StreamPrintable, json_printable, printable
+from tuiapp.vocab.events import (
     UNFINISHED_STOPS,
     Event,
     MessageAdded,
@@ -33,11 +37,8 @@ from tuiapp.core.events import (
     ToolCallStarted,
     ToolFinished,
 )
-from tuiapp.core.messages import ToolCall
-from tuiapp.core.session_start import StartPlan
-from tuiapp.providers import ModelError, make_provider
-from tuiapp.tools.model import ToolSpec
-from tuiapp.workspace import Workspace
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 STATUS_MARK = {"ok": "✔", "failed": "✗", "timed_out": "⏱", "cancelled": "⊘", "denied": "⊘"}
 
@@ -179,9 +180,9 @@ def main(args: argparse.Namespace) -> int:
         fail("the prompt is empty")
 
     from tuiapp.commands._common import take_session
-    from tuiapp.core.recorder import SessionRecorder
-    from tuiapp.core.store import Store, UnknownSession
-    from tuiapp.core.store_schema import StoreError
+    from tuiapp.conversation.recorder import SessionRecorder
+    from tuiapp.conversation.store import Store, UnknownSession
+    from tuiapp.conversation.store_schema import StoreError
 
     try:
         store = Store.open()

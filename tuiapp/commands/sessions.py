@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 from tuiapp.commands._common import fail, project_root
-from tuiapp.core import session_admin, transcript
-from tuiapp.core.display import printable
-from tuiapp.core.store import SessionInfo, Store, UnknownSession
-from tuiapp.core.store_schema import StoreError
+from tuiapp.conversation import session_admin, transcript
+from tuiapp.conversation.store import SessionInfo, Store, UnknownSession
+from tuiapp.conversation.store_schema import StoreError
+from tuiapp.security.display import printable
 
 TITLE_WIDTH = 60
 

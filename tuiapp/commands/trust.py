@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tuiapp import trust
 from tuiapp.commands._common import fail, project_root
-from tuiapp.trust_items import inventory
+from tuiapp.project.inventory import inventory
+from tuiapp.security import trust
 
 
 def main(args: argparse.Namespace) -> int:

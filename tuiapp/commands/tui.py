@@ -13,9 +13,9 @@ import gc
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tuiapp.core.messages import Message
-    from tuiapp.core.store import Store
-    from tuiapp.workspace import Workspace
+    from tuiapp.conversation.store import Store
+    from tuiapp.project.workspace import Workspace
+    from tuiapp.vocab.messages import Message
 
 
 def main(args: argparse.Namespace) -> int:
@@ -34,10 +34,10 @@ def main(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, *, resume_gc: bool) -> int:
     from tuiapp.commands._common import fail, load_config
-    from tuiapp.core.store import Store, UnknownSession
-    from tuiapp.core.store_schema import StoreError
+    from tuiapp.conversation.store import Store, UnknownSession
+    from tuiapp.conversation.store_schema import StoreError
+    from tuiapp.project.workspace import Workspace
     from tuiapp.providers import ModelError, resolve_model
-    from tuiapp.workspace import Workspace
 
     # The TUI asks about trust and shows config warnings itself, on screen.
     cfg = load_config(args, headless=False)
@@ -55,7 +55,7 @@ def _run(args: argparse.Namespace, *, resume_gc: bool) -> int:
             fail(str(e))
         # A new chat on the offline model greets and explains, until it is dismissed in
         # this project (the palette's "Show welcome" brings it back).
-        from tuiapp.core import project_marks
+        from tuiapp.conversation import project_marks
 
         first_run = (session_id is None and model == "offline"
                      and project_marks.get("welcome-dismissed", ws.root) is None)
@@ -90,7 +90,7 @@ def _resume(args: argparse.Namespace, store: Store, ws: Workspace
             fail("--fork goes with --continue or --session")
         return None, [], args.model
     if args.continue_:
-        from tuiapp.core.session_admin import continue_target
+        from tuiapp.conversation.session_admin import continue_target
 
         session_id = continue_target(store, ws.root)
         if session_id is None:

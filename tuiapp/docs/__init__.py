@@ -28,6 +28,7 @@ TOPICS: tuple[tuple[str, str], ...] = (
     ("security", "the security model in one place"),
     ("config", "every setting of config.toml and kep.toml, environment variables"),
     ("development", "tests, the hermetic suite, peers, benchmarks, layout"),
+    ("how-kep-is-built", "the layers, one turn, where to add a provider, a format, a screen"),
 )
 
 

@@ -20,15 +20,15 @@ import anyio
 from mcp import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from tuiapp import paths
-from tuiapp.config_types import Config, McpServerConfig
-from tuiapp.core.events import RegistryChanged
 from tuiapp.mcp.connection import ServerConnection, ServerState, one_line, source_key
 from tuiapp.mcp.results import result_parts
 from tuiapp.mcp.servers import MCP_JSON, McpJsonError, configured_servers
+from tuiapp.settings import paths
+from tuiapp.settings.config_types import Config, McpServerConfig
 from tuiapp.tools.formats.base import FormatContext, ToolFormat, ToolLoadError
-from tuiapp.tools.model import BrokenTool, Invocation, ToolSpec
 from tuiapp.tools.runner import DirectResult
+from tuiapp.vocab.events import RegistryChanged
+from tuiapp.vocab.tool_specs import BrokenTool, Invocation, ToolSpec
 
 __all__ = ["McpFormat", "McpManager", "ServerState", "source_key"]
 

@@ -25,16 +25,16 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from tuiapp import __version__, paths
-from tuiapp.config_types import Config, McpServerConfig
-from tuiapp.core import secrets
+from tuiapp import __version__
 from tuiapp.mcp import startup
 from tuiapp.mcp.servers import expand_headers, tool_name, unset_header_vars
-from tuiapp.mcp.startup import StartRefused, exit_description, http_status, wrapped_command
 from tuiapp.mcp.state import ServerState, ServerStatus
 from tuiapp.mcp.stdio_transport import stdio_transport
-from tuiapp.tools.model import BrokenTool, ToolSpec
+from tuiapp.security import secrets
+from tuiapp.settings import paths
+from tuiapp.settings.config_types import Config, McpServerConfig
 from tuiapp.tools.schema import schema_error
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 Publish = Callable[[list[ToolSpec | BrokenTool]], None]
 MAX_LIST_PAGES = 50  # a server whose tools/list never stops paginating cannot hang kep
@@ -108,7 +108,7 @@ class ServerConnection:
             run.task.cancel()  # still connecting: nothing to close politely
         await startup.stopped_within_bounds(run.task, self.log, cancelled=cancel)
         if final and self.state.status == "starting":
-            self._failed(StartRefused("still starting when kep stopped waiting for it"))
+            self._failed(startup.StartRefused("still starting when kep stopped waiting for it"))
 
     def _log_tail(self) -> str:
         try:
@@ -127,7 +127,7 @@ class ServerConnection:
 
     def exit_reason(self, lines: int = 3) -> str:
         """"exit status 3: last | stderr | lines" (or the signal), as far as known."""
-        ended = exit_description(self._log_tail())
+        ended = startup.exit_description(self._log_tail())
         tail = self.stderr_tail(lines).replace("\n", " | ")
         return ": ".join(p for p in (ended, tail) if p) or "no stderr output"
 
@@ -204,7 +204,7 @@ class ServerConnection:
             headers = expand_headers(self.cfg.headers, env)
             unset = unset_header_vars(self.cfg.headers, env)
             if unset:  # "Bearer " would go out: say what is missing instead of connecting
-                raise StartRefused(f"its headers use unset variable(s) {', '.join(unset)}: "
+                raise startup.StartRefused(f"its headers use unset variable(s) {', '.join(unset)}: "
                                    "set them, or give them in the server's env")
             self.http_status = None
             if self.cfg.transport == "sse":  # the legacy HTTP+SSE transport
@@ -217,10 +217,10 @@ class ServerConnection:
         # The environment every kep tool gets (no keys), plus the server's own `env`, whose
         # ${VAR} come from kep's environment: the way to pass a key on purpose.
         env = {**secrets.child_env(self._config()), **self._given_env()}
-        command, args = wrapped_command(self.cfg.command, list(self.cfg.args), env.get("PATH"))
-        params = StdioServerParameters(
-            command=command, args=args, env=env, cwd=self._config().project_root,
-        )
+        command, args = startup.wrapped_command(self.cfg.command, list(self.cfg.args),
+                                                env.get("PATH"))
+        params = StdioServerParameters(command=command, args=args, env=env,
+                                       cwd=self._config().project_root)
         return stdio_transport(params, errlog=log)
 
     def _given_env(self) -> dict[str, str]:
@@ -269,7 +269,7 @@ class ServerConnection:
                 problem = ("it must be run as an MCP task (execution.taskSupport = required), "
                            "which kep does not support yet")
             if problem:
-                items.append(BrokenTool(where, "mcp", f"{tool.name}: {problem}"))
+                items.append(BrokenTool(where, "mcp", f"{tool.name}: {problem}", name))
                 continue
             specs[name] = ToolSpec(
                 name=name, description=tool.description or tool.title or tool.name,
@@ -291,10 +291,10 @@ class ServerConnection:
 
     def _reason(self, error: BaseException) -> str:
         error = _leaf(error)
-        if isinstance(error, StartRefused):
+        if isinstance(error, startup.StartRefused):
             return str(error)
         tail = self.stderr_tail(3).replace("\n", " | ")
-        status = self.http_status or http_status(error)
+        status = self.http_status or startup.http_status(error)
         if status == 401:
             why = "unauthorized (HTTP 401)"
             if self.cfg.headers:
@@ -310,7 +310,7 @@ class ServerConnection:
             why = f"no answer within {self.cfg.startup_timeout:g}s (startup_timeout)"
             return f"{why}; its stderr: {tail}" if tail else why
         if isinstance(error, MCPError) and error.code == CONNECTION_CLOSED:
-            ended = exit_description(self._log_tail())
+            ended = startup.exit_description(self._log_tail())
             how = "" if not ended else (
                 f", {ended}" if ended.startswith("killed") else f" with {ended}")
             return (f"exited during start-up{how}: "

@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from tuiapp import paths
+from tuiapp.settings import paths
 
 
 def _file(server: str) -> Path:

@@ -2,7 +2,7 @@
 
 Text blocks are the result; structured content (when no text came with it) becomes JSON,
 with any base64 payload in it replaced by a placeholder; an embedded text resource reaches the
-model (up to RESOURCE_CAP). An image that passes core.tool_images' checks is kept as a
+model (up to RESOURCE_CAP). An image that passes tools.images. checks is kept as a
 ToolImage, with its placeholder in the text where it was (providers that take images in tool
 results send it; the others keep the placeholder); any other image, audio and binary
 resources become a placeholder naming their type, size and why. Base64 never reaches the
@@ -11,18 +11,21 @@ model as text.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 from typing import Any
 
 import mcp.types as types
 
-from tuiapp.core.messages import ToolImage, human_size
-from tuiapp.core.tool_images import ImageBudget, estimated_size
+from tuiapp.tools.images import ImageBudget, estimated_size, sniff
+from tuiapp.vocab.messages import ToolImage, human_size
 
 RESOURCE_CAP = 16 * 1024  # characters of one embedded text resource
 STRUCTURED_CAP = 16 * 1024  # characters of structured content shown as JSON
 _BASE64 = re.compile(r"^[A-Za-z0-9+/\s]{512,}={0,2}$")
+_SHORT_BASE64 = re.compile(r"^[A-Za-z0-9+/]{16,}={0,2}$")
 
 
 def result_parts(result: types.CallToolResult) -> tuple[str, tuple[ToolImage, ...]]:
@@ -39,7 +42,7 @@ def result_parts(result: types.CallToolResult) -> tuple[str, tuple[ToolImage, ..
             if taken:
                 parts.append(taken)
         else:
-            parts.append(_block_text(block))
+            parts.append(block_text(block))
     if note := budget.overflow_note():
         parts.append(note)
     has_text = any(isinstance(b, types.TextContent) for b in result.content)
@@ -61,12 +64,23 @@ def _no_base64(value: Any) -> Any:
         return {k: _no_base64(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_no_base64(v) for v in value]
-    if isinstance(value, str) and len(value) >= 512 and _BASE64.match(value):
+    if isinstance(value, str) and (_BASE64.match(value) or _small_image(value)):
         return f"[base64 data, {human_size(estimated_size(value))}]"
     return value
 
 
-def _block_text(block: Any) -> str:
+def _small_image(value: str) -> bool:
+    """A short string that is an image's base64 (a tiny icon, under 512 characters)."""
+    if len(value) >= 512 or not _SHORT_BASE64.match(value):
+        return False
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return sniff(raw) is not None
+
+
+def block_text(block: Any) -> str:
     if isinstance(block, types.TextContent):
         return block.text
     if isinstance(block, types.AudioContent):

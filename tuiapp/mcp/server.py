@@ -33,12 +33,12 @@ from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tuiapp import __version__
-from tuiapp.config_types import ApprovalConfig
-from tuiapp.core import policy
-from tuiapp.core.events import Event, ToolFinished, ToolOutput
-from tuiapp.core.messages import ToolCall
-from tuiapp.tools.model import ToolSpec
+from tuiapp.security import policy
+from tuiapp.settings.config_types import ApprovalConfig
 from tuiapp.tools.schema import arguments_error
+from tuiapp.vocab.events import Event, ToolFinished, ToolOutput
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 Executor = Callable[[ToolSpec, ToolCall, Callable[[Event], None]], Awaitable[ToolFinished]]
 STDERR_TAIL_LINES = 20

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tuiapp import trust
-from tuiapp.config_types import Config, McpServerConfig
+from tuiapp.security import trust
+from tuiapp.settings.config_types import Config, McpServerConfig
 
 MCP_JSON = "mcp.json"
 # "type" as MCP clients write it: stdio, streamable HTTP ("http"; VS Code says "streamable-http")
@@ -92,7 +92,7 @@ def configured_servers(config: Config) -> dict[str, McpServerConfig]:
 
     A Loki functions dir (the project's `functions/`, or a configured loki source) brings its
     own `functions/mcp.json`, as Loki reads it; the project's mcp.json and kep.toml win. An
-    untrusted project's servers never start (tuiapp.trust)."""
+    untrusted project's servers never start (tuiapp.security.trust)."""
     servers: dict[str, McpServerConfig] = {}
     if trust.state_of(config).trusted:
         for path in reversed(_loki_mcp_files(config)):

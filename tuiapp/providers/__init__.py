@@ -6,8 +6,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tuiapp.config_types import Config, ProviderConfig
     from tuiapp.providers.base import Provider
+    from tuiapp.settings.config_types import Config, ProviderConfig
 
 # api → (module, class); a module is imported only when a model of that kind is chosen.
 _IMPLEMENTATIONS = {

@@ -16,9 +16,6 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from tuiapp.config_types import ProviderConfig
-from tuiapp.core.events import ReasoningDelta, TextDelta, Usage
-from tuiapp.core.messages import Message, Reasoning, ToolCall
 from tuiapp.providers.base import ProviderFailure, StreamEnd, StreamItem
 from tuiapp.providers.wire import (
     SdkProvider,
@@ -29,7 +26,10 @@ from tuiapp.providers.wire import (
     object_schema,
     result_with_images,
 )
-from tuiapp.tools.model import ToolSpec
+from tuiapp.settings.config_types import ProviderConfig
+from tuiapp.vocab.events import ReasoningDelta, TextDelta, Usage
+from tuiapp.vocab.messages import Message, Reasoning, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 DEFAULT_URL = "https://api.anthropic.com"
 # Messages requires max_tokens. Models with a lower ceiling answer 400 "max_tokens: N > M…":

@@ -8,10 +8,10 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from tuiapp.config_types import ProviderConfig
-from tuiapp.core.events import ReasoningDelta, Retrying, TextDelta, Usage
-from tuiapp.core.messages import Message, Reasoning, ToolCall
-from tuiapp.tools.model import ToolSpec
+from tuiapp.settings.config_types import ProviderConfig
+from tuiapp.vocab.events import ReasoningDelta, Retrying, TextDelta, Usage
+from tuiapp.vocab.messages import Message, Reasoning, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class ProviderFailure(Exception):
         retryable: bool = False,
         retry_after: float | None = None,
     ) -> None:
-        from tuiapp.core.secrets import scrub_error
+        from tuiapp.security.secrets import scrub_error
 
         message = scrub_error(message)  # whatever built it: no part of a known key gets out
         super().__init__(message)
@@ -125,6 +125,6 @@ async def stream_with_retries(
 def mask_secret(text: str, secret: str | None) -> str:
     """Remove every key from an error text: APIs echo a prefix of it, and an HTTP library
     quotes a whole header it refused (secrets.scrub_error)."""
-    from tuiapp.core import secrets
+    from tuiapp.security import secrets
 
     return secrets.scrub_error(text, extra=(secret, secret.strip() if secret else None))

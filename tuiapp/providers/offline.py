@@ -18,10 +18,10 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from tuiapp.core.events import TextDelta, Usage
-from tuiapp.core.messages import Message, ToolCall
 from tuiapp.providers.base import Provider, StreamEnd, StreamItem
-from tuiapp.tools.model import ToolSpec
+from tuiapp.vocab.events import TextDelta, Usage
+from tuiapp.vocab.messages import Message, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 FIRST_LINES = 8
 

@@ -13,9 +13,6 @@ import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from tuiapp.config_types import ProviderConfig
-from tuiapp.core.events import ReasoningDelta, TextDelta, Usage
-from tuiapp.core.messages import Message, Reasoning, ToolCall
 from tuiapp.providers.base import ProviderFailure, StreamEnd, StreamItem
 from tuiapp.providers.chat_shapes import ReasoningFields, message_fields, split_content
 from tuiapp.providers.wire import (
@@ -26,7 +23,10 @@ from tuiapp.providers.wire import (
     text_only_result,
     text_then_images,
 )
-from tuiapp.tools.model import ToolSpec
+from tuiapp.settings.config_types import ProviderConfig
+from tuiapp.vocab.events import ReasoningDelta, TextDelta, Usage
+from tuiapp.vocab.messages import Message, Reasoning, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 DEFAULT_URL = "https://api.openai.com/v1"
 # Chat Completions tool messages take text only. The image could be re-sent in a user message

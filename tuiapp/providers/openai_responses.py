@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from tuiapp.core.events import ReasoningDelta, TextDelta, Usage
-from tuiapp.core.messages import Message, Reasoning, ToolCall
 from tuiapp.providers.base import ProviderFailure, StreamEnd, StreamItem
 from tuiapp.providers.wire import (
     SdkProvider,
@@ -25,7 +23,9 @@ from tuiapp.providers.wire import (
     result_with_images,
     text_then_images,
 )
-from tuiapp.tools.model import ToolSpec
+from tuiapp.vocab.events import ReasoningDelta, TextDelta, Usage
+from tuiapp.vocab.messages import Message, Reasoning, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 DEFAULT_URL = "https://api.openai.com/v1"
 INCOMPLETE_REASONS = {"max_output_tokens": "max_tokens", "content_filter": "content_filter"}

@@ -12,9 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tuiapp.config_types import ProviderConfig
-from tuiapp.core.messages import Message, ToolImage
 from tuiapp.providers.base import Provider, ProviderFailure, mask_secret
+from tuiapp.settings.config_types import ProviderConfig
+from tuiapp.vocab.messages import Message, ToolImage
 
 # Local servers (ollama, llama.cpp, vLLM…) ignore the key, but the SDKs insist on one.
 PLACEHOLDER_KEY = "kep-no-key"

@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from tuiapp import paths
+from tuiapp.settings import paths
 
 # Credential stores of common tools, relative to the home folder. Browser profiles are whole
 # folders: they hold cookies and saved passwords.

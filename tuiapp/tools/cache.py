@@ -16,7 +16,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from tuiapp import __version__, paths
+from tuiapp import __version__
+from tuiapp.settings import paths
 
 # Bump when what declare() produces changes meaning; kep's version is part of it too.
 CACHE_VERSION = f"1/{__version__}"

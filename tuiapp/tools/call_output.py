@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from tuiapp.core.secrets import Secrets
+from tuiapp.security.secrets import Secrets
 from tuiapp.tools.proc import TailBuffer
 
 Output = Callable[[str, str], None]  # (stream, text)

@@ -31,12 +31,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from tuiapp import paths
-from tuiapp.config_types import ApprovalConfig
-from tuiapp.core import policy
-from tuiapp.core.messages import ToolCall
+from tuiapp.security import policy
+from tuiapp.settings import paths
+from tuiapp.settings.config_types import ApprovalConfig
 from tuiapp.tools.formats.base import FormatContext, ProcResult, ToolLoadError
-from tuiapp.tools.model import BrokenTool, ToolSpec
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
@@ -274,7 +274,7 @@ async def check_entries(entries: Sequence[ToolSpec | BrokenTool], ctx: FormatCon
             findings += spec_findings(e, keprompt=False)
         else:
             findings.append(Finding("error", "broken", e.source, None, e.error,
-                                    broken_hint(e.error)))
+                                    broken_hint(e.error, e.format)))
     gate = asyncio.Semaphore(PARALLEL)
 
     async def one(src: str) -> list[Finding]:
@@ -289,8 +289,11 @@ async def check_entries(entries: Sequence[ToolSpec | BrokenTool], ctx: FormatCon
     return findings
 
 
-def broken_hint(error: str) -> str:
-    """A one-line fix for a registry error (the error text itself says what is wrong)."""
+def broken_hint(error: str, fmt: str = "") -> str:
+    """A one-line fix for a registry error (the error text itself says what is wrong); ""
+    for an MCP server's tool, whose fix is not in any file of the project."""
+    if fmt == "mcp":
+        return ""
     low = error.lower()
     if "not executable" in low:
         return "chmod +x the file"

@@ -13,13 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuiapp.config_types import ApprovalConfig
-from tuiapp.core import policy
-from tuiapp.core.events import Event, ToolOutput
-from tuiapp.core.messages import ToolCall
-from tuiapp.tools.model import ToolSpec
+from tuiapp.security import policy
+from tuiapp.settings.config_types import ApprovalConfig
 from tuiapp.tools.runner import Runner
 from tuiapp.tools.schema import arguments_error
+from tuiapp.vocab.events import Event, ToolOutput
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 
 @dataclass

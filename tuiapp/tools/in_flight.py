@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuiapp.core.messages import ToolCall
 from tuiapp.tools.call_output import Sink
 from tuiapp.tools.formats.base import FormatContext
-from tuiapp.tools.model import ToolSpec
 from tuiapp.tools.proc import Proc
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 
 @dataclass

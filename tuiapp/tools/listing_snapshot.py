@@ -24,7 +24,8 @@ import os
 import stat
 import sys
 
-from tuiapp import __version__, user_dirs
+from tuiapp import __version__
+from tuiapp.settings import user_dirs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

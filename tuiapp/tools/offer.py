@@ -13,8 +13,8 @@ import json
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 
-from tuiapp.config_types import ToolsConfig
-from tuiapp.tools.model import ToolSpec
+from tuiapp.settings.config_types import ToolsConfig
+from tuiapp.vocab.tool_specs import ToolSpec
 
 MAX_OFFERED_BYTES = 64 * 1024  # tool definitions sent with every request
 NARROW_HINT = (

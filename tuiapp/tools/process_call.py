@@ -12,9 +12,8 @@ import os
 import signal
 from pathlib import Path
 
-from tuiapp.config_types import Config
-from tuiapp.core import secrets
-from tuiapp.core.events import ToolStatus
+from tuiapp.security import secrets
+from tuiapp.settings.config_types import Config
 from tuiapp.tools.call_output import (
     STDERR_KEEP,
     Sink,
@@ -23,8 +22,9 @@ from tuiapp.tools.call_output import (
 )
 from tuiapp.tools.formats.base import ToolFormat
 from tuiapp.tools.in_flight import InFlight
-from tuiapp.tools.model import ToolSpec
 from tuiapp.tools.proc import STDERR, STREAM_NAMES, Proc, drain, spawn_error
+from tuiapp.vocab.events import ToolStatus
+from tuiapp.vocab.tool_specs import ToolSpec
 
 
 def call_env(

@@ -19,17 +19,17 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from tuiapp import paths, trust
-from tuiapp.config_types import Config
-from tuiapp.core import secrets
+from tuiapp.security import secrets, trust
+from tuiapp.settings import paths
+from tuiapp.settings.config_types import Config
 from tuiapp.tools.cache import DeclarationCache, Key, key_matches, stat_key
 from tuiapp.tools.formats.base import FormatContext, Lister, ToolFormat, ToolLoadError
-from tuiapp.tools.model import BrokenTool, ToolSpec
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 if TYPE_CHECKING:  # asyncio and the events cost more to import than a whole warm refresh
     import asyncio
 
-    from tuiapp.core.events import RegistryChanged
+    from tuiapp.vocab.events import RegistryChanged
 
 Entry = ToolSpec | BrokenTool
 OUTER_TIMEOUT_MARGIN = 5.0  # on top of list_timeout, for a format that hangs in-process
@@ -374,7 +374,7 @@ class Registry:
         return dict(self._tools), {b.source for b in self._broken}
 
     def _diff(self, before: tuple[dict[str, ToolSpec], set[str]]) -> RegistryChanged:
-        from tuiapp.core.events import RegistryChanged
+        from tuiapp.vocab.events import RegistryChanged
 
         old_tools, old_broken = before
         new_broken = {b.source for b in self._broken}

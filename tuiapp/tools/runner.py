@@ -22,17 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from tuiapp.config_types import Config
-from tuiapp.core import secrets
-from tuiapp.core.events import (
-    Event,
-    ToolCallQueued,
-    ToolCallStarted,
-    ToolFinished,
-    ToolOutput,
-    ToolStatus,
-)
-from tuiapp.core.messages import ToolCall, ToolImage
+from tuiapp.security import secrets
+from tuiapp.settings.config_types import Config
 from tuiapp.tools.call_output import (
     STDERR_MARK as STDERR_MARK,  # re-exported: the output viewer reads spool files with it
 )
@@ -46,9 +37,18 @@ from tuiapp.tools.call_output import (
 )
 from tuiapp.tools.formats.base import FormatContext, ToolFormat
 from tuiapp.tools.in_flight import CallGate, InFlight
-from tuiapp.tools.model import ToolSpec
 from tuiapp.tools.proc import run_collect
 from tuiapp.tools.process_call import run_process
+from tuiapp.vocab.events import (
+    Event,
+    ToolCallQueued,
+    ToolCallStarted,
+    ToolFinished,
+    ToolOutput,
+    ToolStatus,
+)
+from tuiapp.vocab.messages import ToolCall, ToolImage
+from tuiapp.vocab.tool_specs import ToolSpec
 
 Emit = Callable[[Event], None]
 MB = 1 << 20

@@ -13,30 +13,32 @@ from textual import work
 from textual.app import App
 from textual.command import SimpleCommand
 
-from tuiapp import config, config_types, config_writer, paths, trust
-from tuiapp.core.events import ToolCallStarted, ToolFinished, ToolOutput, Usage
+from tuiapp.project import config as project_config
 from tuiapp.providers import ModelError, resolve_model
+from tuiapp.security import trust
+from tuiapp.settings import config, config_types, config_writer, paths
 from tuiapp.ui import commands
 from tuiapp.ui.focus import focus_now
 from tuiapp.ui.themes import save_theme_choice
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
 from tuiapp.ui.widgets.transcript import Transcript
+from tuiapp.vocab.events import ToolCallStarted, ToolFinished, ToolOutput, Usage
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from tuiapp.core.events import Event, ToolStatus
-    from tuiapp.core.messages import Message
-    from tuiapp.core.store import Store, ToolCallRecord
+    from tuiapp.conversation.store import Store, ToolCallRecord
     from tuiapp.mcp.connection import ServerState
+    from tuiapp.project.workspace import Workspace
     from tuiapp.providers.base import Provider
     from tuiapp.ui.bridge import ApprovalBroker
     from tuiapp.ui.chat import ChatSession
     from tuiapp.ui.widgets.approval import ApprovalPanel
     from tuiapp.ui.widgets.functions_panel import FunctionsPanel
     from tuiapp.ui.widgets.tool_panes import ToolPanes
-    from tuiapp.workspace import Workspace
+    from tuiapp.vocab.events import Event, ToolStatus
+    from tuiapp.vocab.messages import Message
 
 PANES_RESTORED = 8  # tool panes a resumed session gets back, newest last
 RESTORED_TAIL = 64 * 1024  # bytes of each one's spool file shown again
@@ -95,7 +97,7 @@ class SessionActions(App[int]):
     async def show_session_history(self) -> None:
         transcript = self.query_one(Transcript)
         if self.store is not None and self.chat.session_id is not None:
-            from tuiapp.core.transcript import Transcript as Record
+            from tuiapp.conversation.transcript import Transcript as Record
 
             record = Record.load(self.store, self.chat.session_id)
             await transcript.show_history(record.messages, record.call_records())
@@ -184,8 +186,8 @@ class SessionActions(App[int]):
     @work(exclusive=True, group="session")
     async def resume(self, session_id: str) -> None:
         assert self.store is not None
-        from tuiapp.core.session_lock import SessionBusy, acquire, release
-        from tuiapp.core.store_schema import StoreError
+        from tuiapp.conversation.session_lock import SessionBusy, acquire, release
+        from tuiapp.conversation.store_schema import StoreError
 
         try:
             acquire(self.store, session_id)  # one live writer per session
@@ -206,8 +208,8 @@ class SessionActions(App[int]):
         if self.store is None or sid is None:
             self.notify("Nothing to export yet: send a message first.", severity="warning")
             return
-        from tuiapp.core.transcript import Transcript as Record
-        from tuiapp.core.transcript import to_markdown
+        from tuiapp.conversation.transcript import Transcript as Record
+        from tuiapp.conversation.transcript import to_markdown
 
         self.chat.settle()  # a huge last reply may still be on its way to disk
         target = self.ws.root / f"kep-session-{sid}.md"
@@ -295,14 +297,14 @@ class SessionActions(App[int]):
             config_writer.add_rule(file, f"^{re.escape(tool)}$", action)  # type: ignore[arg-type]
             # The user's own answer: not a change for folder trust to ask about again.
             trust.accept_rule(self.ws.root, f"^{re.escape(tool)}$", action)
-            self.ws.reconfigure(config.load(self.ws.root))
+            self.ws.reconfigure(project_config.load(self.ws.root))
         except (OSError, config_types.ConfigError) as e:
             self.notify(f"Could not save the rule: {e}", severity="error", timeout=10)
             return
         verb = "always allowed" if action == "allow" else "always denied"
         text = f"{tool} is now {verb}: rule added to {file}"
         if action == "allow":
-            from tuiapp.core.policy import deny_rules_for
+            from tuiapp.security.policy import deny_rules_for
 
             still = deny_rules_for(tool, self.ws.config.approval)
             if still:

@@ -22,14 +22,10 @@ from textual.containers import Horizontal, Vertical
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from tuiapp.core.display import printable, printable_line
-from tuiapp.core.events import (
-    Event,
-    RegistryChanged,
-)
-from tuiapp.core.messages import Message
-from tuiapp.core.store import Store
+from tuiapp.conversation.store import Store
+from tuiapp.project.workspace import Workspace
 from tuiapp.providers.base import Provider
+from tuiapp.security.display import printable, printable_line
 from tuiapp.ui import commands
 from tuiapp.ui.actions import SessionActions
 from tuiapp.ui.approval_routing import ApprovalRouting
@@ -44,7 +40,8 @@ from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
 from tuiapp.ui.widgets.transcript import Transcript
 from tuiapp.ui.workbench_actions import WorkbenchActions
-from tuiapp.workspace import Workspace
+from tuiapp.vocab.events import Event, RegistryChanged
+from tuiapp.vocab.messages import Message
 
 if TYPE_CHECKING:
     from tuiapp.ui.widgets.approval import ApprovalPanel
@@ -279,7 +276,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         from platformdirs import user_downloads_path
         from textual._files import generate_datetime_filename
 
-        from tuiapp import paths
+        from tuiapp.settings import paths
 
         if path is None:
             downloads = user_downloads_path()

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from textual.message import Message
 
-from tuiapp.core.conversation import Approval
-from tuiapp.core.events import Event, MessageAdded, TextDelta
-from tuiapp.core.messages import ToolCall
-from tuiapp.core.policy import Verdict
-from tuiapp.tools.model import ToolSpec
-from tuiapp.ui.messages import ApprovalRequested, CoreEvent, ReplyText
+from tuiapp.conversation.conversation import Approval
+from tuiapp.security.policy import Verdict
+from tuiapp.ui.messages import ApprovalRequested, CoreEvent, PendingApproval, ReplyText
+from tuiapp.vocab.events import Event, MessageAdded, TextDelta
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 Post = Callable[[Message], object]
 
@@ -31,24 +30,6 @@ class EventBridge:
 
     def __call__(self, event: Event) -> None:
         self._post(ReplyText(event.text) if isinstance(event, TextDelta) else CoreEvent(event))
-
-
-@dataclass
-class PendingApproval:
-    """One call waiting for the user. The approval panel resolves `future` exactly once."""
-
-    call: ToolCall
-    spec: ToolSpec
-    verdict: Verdict
-    future: asyncio.Future[Approval]
-
-    def resolve(self, approval: Approval) -> None:
-        if not self.future.done():
-            self.future.set_result(approval)
-
-    @property
-    def open(self) -> bool:
-        return not self.future.done()
 
 
 class ApprovalBroker:

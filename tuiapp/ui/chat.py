@@ -12,21 +12,21 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from importlib import import_module
 
-from tuiapp.config_types import Config
-from tuiapp.core import session_admin
-from tuiapp.core.conversation import Approval, Approver, Conversation
-from tuiapp.core.events import Event, Notice, ToolCallStarted, ToolFinished
-from tuiapp.core.messages import Message, ToolCall
-from tuiapp.core.policy import Verdict
-from tuiapp.core.recorder import OrderedRecorder, SessionRecorder
-from tuiapp.core.session_start import StartPlan
-from tuiapp.core.store import Store
-from tuiapp.core.store_schema import StoreError
+from tuiapp.conversation import session_admin
+from tuiapp.conversation.conversation import Approval, Approver, Conversation
+from tuiapp.conversation.recorder import OrderedRecorder, SessionRecorder
+from tuiapp.conversation.store import Store
+from tuiapp.conversation.store_schema import StoreError
+from tuiapp.project.session_start import StartPlan
+from tuiapp.project.workspace import Workspace
 from tuiapp.providers import ModelError, make_provider, resolve_model
 from tuiapp.providers.base import Provider, ProviderFailure, StreamItem
-from tuiapp.tools.model import ToolSpec
+from tuiapp.security.policy import Verdict
+from tuiapp.settings.config_types import Config
 from tuiapp.tools.runner import Runner
-from tuiapp.workspace import Workspace
+from tuiapp.vocab.events import Event, Notice, ToolCallStarted, ToolFinished
+from tuiapp.vocab.messages import Message, ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 Sink = Callable[[Event], None]
 

@@ -10,11 +10,11 @@ from textual.app import SystemCommand
 from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
-from tuiapp.config_types import Config
+from tuiapp.settings.config_types import Config
 from tuiapp.ui.literal import escaped, highlighted, literal
 
 if TYPE_CHECKING:
-    from tuiapp.ui.app import KepApp
+    from tuiapp.ui.app_api import KepApp
 
 
 def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
@@ -53,9 +53,9 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
     yield SystemCommand("Retry", "Send the last request again after an error (ctrl+r)",
                         app.action_retry)
     yield SystemCommand("Help", "kep's topic pages, searchable (f1)", app.action_help)
-    from tuiapp import trust
+    from tuiapp.project import inventory
 
-    if trust.question(app.ws.config) is not None:  # after "Not now": change your mind here
+    if inventory.question(app.ws.config) is not None:  # after "Not now": change your mind here
         from tuiapp.ui.screens.trust import ask_again
 
         yield SystemCommand("Trust this folder", "Load this project's tools, MCP servers, .env "

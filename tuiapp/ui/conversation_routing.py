@@ -12,7 +12,12 @@ from textual import work
 from textual.app import App
 from textual.worker import Worker, WorkerState
 
-from tuiapp.core.events import (
+from tuiapp.ui.focus import focus_now
+from tuiapp.ui.messages import CoreEvent, ReplyText
+from tuiapp.ui.widgets.prompt_input import PromptInput
+from tuiapp.ui.widgets.status_footer import StatusFooter
+from tuiapp.ui.widgets.transcript import Transcript
+from tuiapp.vocab.events import (
     MessageAdded,
     RegistryChanged,
     ToolCallDecided,
@@ -22,11 +27,6 @@ from tuiapp.core.events import (
     TurnEnded,
     Usage,
 )
-from tuiapp.ui.focus import focus_now
-from tuiapp.ui.messages import CoreEvent, ReplyText
-from tuiapp.ui.widgets.prompt_input import PromptInput
-from tuiapp.ui.widgets.status_footer import StatusFooter
-from tuiapp.ui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
     from tuiapp.ui.chat import ChatSession
@@ -154,3 +154,9 @@ class ConversationRouting(App[int]):
 
     def on_tool_panes_cancel_requested(self, message: ToolPanes.CancelRequested) -> None:
         self.chat.cancel_tools(message.call_id)
+
+    def on_tool_panes_output_requested(self, message: ToolPanes.OutputRequested) -> None:
+        from tuiapp.ui.screens.output_viewer import OutputViewer
+
+        self.push_screen(OutputViewer(message.name, message.spool_path, message.kept,
+                                      running=message.running))

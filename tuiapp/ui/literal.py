@@ -12,7 +12,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.fuzzy import Matcher
 
-from tuiapp.core.display import printable, printable_line
+from tuiapp.security.display import printable, printable_line
 
 
 def literal(text: str, *, line: bool = False) -> Content:

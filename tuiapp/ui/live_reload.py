@@ -15,16 +15,16 @@ from weakref import WeakKeyDictionary
 
 from textual.app import App
 
-from tuiapp import config_writer
-from tuiapp.config_types import Config, ConfigError
-from tuiapp.core.events import RegistryChanged
+from tuiapp.project.reloader import Reloader, describe
 from tuiapp.providers import ModelError, resolve_model
-from tuiapp.tools.reloader import Reloader, describe
+from tuiapp.settings import config_writer
+from tuiapp.settings.config_types import Config, ConfigError
 from tuiapp.ui.chat import LazyProvider
 from tuiapp.ui.themes import register_themes
+from tuiapp.vocab.events import RegistryChanged
 
 if TYPE_CHECKING:
-    from tuiapp.ui.app import KepApp
+    from tuiapp.ui.app_api import KepApp
 
 _RUNNING: WeakKeyDictionary[App[object], Reloader] = WeakKeyDictionary()
 
@@ -68,12 +68,7 @@ def config_changed(app: KepApp, cfg: Config | None, error: ConfigError | None) -
                    severity="error", timeout=12)
         return
     assert cfg is not None
-    chat = app.chat
-    if chat.runner is not None:
-        chat.runner.reconfigure(cfg)  # timeouts, output cap
-    if chat.conversation is not None:
-        chat.conversation.max_steps = cfg.max_steps
-    problem = _refresh_provider(app, cfg)
+    problem = apply_to_chat(app, cfg)
     if cfg.theme != app.theme and cfg.theme in app.available_themes:
         app.theme = cfg.theme
     for line in cfg.warnings:
@@ -87,6 +82,18 @@ def config_changed(app: KepApp, cfg: Config | None, error: ConfigError | None) -
     from tuiapp.ui.screens.trust import ask_if_gained
 
     ask_if_gained(app)  # new allow rules or servers in a trusted project: held back, asked
+
+
+def apply_to_chat(app: KepApp, cfg: Config) -> str | None:
+    """A new config for the running chat (hot reload, or the project trusted again): the
+    runner's limits, the step cap and, when its settings changed, the provider. Returns a
+    problem to report, or None."""
+    chat = app.chat
+    if chat.runner is not None:
+        chat.runner.reconfigure(cfg)  # timeouts, output cap
+    if chat.conversation is not None:
+        chat.conversation.max_steps = cfg.max_steps
+    return _refresh_provider(app, cfg)
 
 
 def _refresh_provider(app: KepApp, cfg: Config) -> str | None:

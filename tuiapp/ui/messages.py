@@ -6,14 +6,34 @@ and posts it to the app, so widgets are only ever touched from the app's message
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+from dataclasses import dataclass
 
 from textual.message import Message
 
-from tuiapp.core.events import Event
+from tuiapp.conversation.conversation import Approval
+from tuiapp.security.policy import Verdict
+from tuiapp.vocab.events import Event
+from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
-if TYPE_CHECKING:
-    from tuiapp.ui.bridge import PendingApproval
+
+@dataclass
+class PendingApproval:
+    """One call waiting for the user. The approval panel resolves `future` exactly once."""
+
+    call: ToolCall
+    spec: ToolSpec
+    verdict: Verdict
+    future: asyncio.Future[Approval]
+
+    def resolve(self, approval: Approval) -> None:
+        if not self.future.done():
+            self.future.set_result(approval)
+
+    @property
+    def open(self) -> bool:
+        return not self.future.done()
 
 
 class CoreEvent(Message):

@@ -18,22 +18,22 @@ from textual import work
 from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from tuiapp.core.events import PromptOutput
 from tuiapp.ui.literal import escaped, highlighted, literal
 from tuiapp.ui.messages import CoreEvent
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.starters import Starters
 from tuiapp.ui.widgets.status_footer import StatusFooter
 from tuiapp.ui.widgets.transcript import Transcript
+from tuiapp.vocab.events import PromptOutput
 
 # Prompts and agents (core.session_start, with the prompt-file parser), the variables form and
 # `.print` output (Markdown) are imported when first used: the first frame needs none of them.
 if TYPE_CHECKING:
     from textual.widgets import TextArea
 
-    from tuiapp.core.session_start import StartPlan
+    from tuiapp.project.session_start import StartPlan
+    from tuiapp.project.workspace import Workspace
     from tuiapp.ui.chat import ChatSession
-    from tuiapp.workspace import Workspace
 
 LEAVE = "Leave the prompt or agent"
 
@@ -41,8 +41,8 @@ LEAVE = "Leave the prompt or agent"
 def _start_errors() -> tuple[type[Exception], ...]:
     """What reading or starting a prompt/agent raises for the user to read. (An `except`
     clause evaluates this only when something was raised.)"""
-    from tuiapp.core.prompt_file import PromptError
-    from tuiapp.core.session_start import StartError
+    from tuiapp.conversation.prompt_model import PromptError
+    from tuiapp.project.session_start import StartError
 
     return (StartError, PromptError)
 
@@ -51,7 +51,7 @@ class StartCommands(Provider):
     """Palette entries: `Prompt: NAME`, `Agent: NAME`, and leaving the active one."""
 
     def _entries(self) -> list[tuple[str, str, object]]:
-        from tuiapp.core.session_start import choices
+        from tuiapp.project.session_start import choices
 
         app = cast("SessionStarts", self.app)
         out: list[tuple[str, str, object]] = []
@@ -113,7 +113,7 @@ class SessionStarts(App[int]):
 
     def begin_start(self, kind: str, name: str, sets: Mapping[str, str] | None = None) -> None:
         """The palette's choice: read the prompt/agent, then begin_plan."""
-        from tuiapp.core.session_start import prepare
+        from tuiapp.project.session_start import prepare
 
         if self.busy:
             self.notify("kep is still answering: Esc interrupts it first.", severity="warning")
@@ -186,7 +186,7 @@ class SessionStarts(App[int]):
     @work(exclusive=True, group="conversation", exit_on_error=False)
     async def run_prompt(self, plan: StartPlan) -> None:
         """A prompt's statements, as one long turn (Esc interrupts it like any other)."""
-        from tuiapp.core.prompt_file import PromptError
+        from tuiapp.conversation.prompt_model import PromptError
 
         try:
             stop = await self.chat.start(plan)

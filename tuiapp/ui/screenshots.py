@@ -98,11 +98,11 @@ async def _until(pilot: object, check: Callable[[], bool], what: str, timeout: f
 
 
 async def take_all(project: Path, out: Path) -> list[Path]:
-    from tuiapp import config
+    from tuiapp.project import config as project_config
+    from tuiapp.project.workspace import Workspace
     from tuiapp.ui.app import make_app
     from tuiapp.ui.widgets.prompt_input import PromptInput
     from tuiapp.ui.widgets.tool_panes import ToolPanes
-    from tuiapp.workspace import Workspace
 
     written: list[Path] = []
 
@@ -110,7 +110,7 @@ async def take_all(project: Path, out: Path) -> list[Path]:
         app.save_screenshot(f"{name}.svg", str(out))  # type: ignore[attr-defined]
         written.append(out / f"{name}.svg")
 
-    ws = Workspace(config.load(project))
+    ws = Workspace(project_config.load(project))
     app = make_app(ws, model="offline", first_run=True)
     async with app.run_test(size=SIZE) as pilot:
         app.query_one(PromptInput).cursor_blink = False  # the cursor always shows
@@ -118,7 +118,7 @@ async def take_all(project: Path, out: Path) -> list[Path]:
         await pilot.pause(0.3)
         shot(app, "first-run")
 
-    ws = Workspace(config.load(project))
+    ws = Workspace(project_config.load(project))
     app = make_app(ws, model="offline")
     async with app.run_test(size=SIZE) as pilot:
         app.query_one(PromptInput).cursor_blink = False
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         scrub_environment(tmp / "home")
         project = make_demo_project(tmp / "demo")
-        from tuiapp import trust
+        from tuiapp.security import trust
 
         trust.trust(project)  # kep's own demo: its tools are what the screenshots show
         cwd = os.getcwd()

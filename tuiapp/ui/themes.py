@@ -39,7 +39,7 @@ from textual.app import App
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
-from tuiapp import config_reader, config_types, config_writer, paths
+from tuiapp.settings import config_reader, config_types, config_writer, paths
 
 COLOR_KEYS = ("primary", "secondary", "accent", "foreground", "background", "surface", "panel",
               "boost", "success", "warning", "error")

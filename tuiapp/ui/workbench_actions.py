@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from textual import work
 
-from tuiapp.tools.model import BrokenTool, ToolSpec
 from tuiapp.ui.focus import focus_now
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 # The workbench's modules load when a tool is first opened, not at kep's start.
 if TYPE_CHECKING:
     from tuiapp.tools.direct import DirectRun
     from tuiapp.tools.runner import Runner
-    from tuiapp.ui.app import KepApp
+    from tuiapp.ui.app_api import KepApp
     from tuiapp.ui.screens.tool_editor import ToolSaved
     from tuiapp.ui.widgets.functions_panel import FunctionsPanel
     from tuiapp.ui.widgets.workbench import Workbench

@@ -141,7 +141,10 @@ def parse(text: str) -> Script:
         c = _CONTINUATION.match(line) if last is not None else None
         if c:
             before = last.description  # type: ignore[union-attr]
-            last.description = f"{before}\n{c.group(1) or ''}"  # type: ignore[union-attr]
+            text = c.group(1) or ""
+            if text.startswith("\\@"):  # argc's escape: a line that is not a tag
+                text = text[1:]
+            last.description = f"{before}\n{text}"  # type: ignore[union-attr]
             continue
         last = None
         f = _FUNC.match(line)

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tuiapp.config_types import Config
-from tuiapp.tools.model import Invocation, ToolSpec
+from tuiapp.settings.config_types import Config
+from tuiapp.vocab.tool_specs import Invocation, ToolSpec
 
 
 class ToolLoadError(Exception):

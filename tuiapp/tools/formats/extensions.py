@@ -17,8 +17,8 @@ from typing import Any
 
 from tuiapp.tools.formats import child_listing, runtimes
 from tuiapp.tools.formats.base import FormatContext, ToolFormat, ToolLoadError
-from tuiapp.tools.model import Invocation, ToolSpec
 from tuiapp.tools.schema import schema_error
+from tuiapp.vocab.tool_specs import Invocation, ToolSpec
 
 SKIP_DIRS = {"__pycache__", "node_modules", ".venv", "venv", ".git"}
 

@@ -16,10 +16,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tuiapp import paths
+from tuiapp.settings import paths
 from tuiapp.tools.formats.base import FormatContext, ProcResult, ToolFormat, ToolLoadError
-from tuiapp.tools.model import Invocation, ToolSpec
 from tuiapp.tools.shebang import read_shebang, spawn_error
+from tuiapp.vocab.tool_specs import Invocation, ToolSpec
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SKIP_SUFFIXES = (".json", ".backup")

@@ -20,8 +20,8 @@ from typing import Any
 # the warm `kep functions` path only lists files and reads the cache.
 from tuiapp.tools.formats import runtimes
 from tuiapp.tools.formats.base import FormatContext, ToolFormat, ToolLoadError
-from tuiapp.tools.model import Invocation, ToolSpec
 from tuiapp.tools.schema import schema_error
+from tuiapp.vocab.tool_specs import Invocation, ToolSpec
 
 SOURCE_SUFFIXES = (".sh", ".py", ".js")
 AGENT_SOURCE_ORDER = (".sh", ".js", ".py")  # LANG_CMDS in llm-functions' Argcfile

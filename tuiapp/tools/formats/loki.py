@@ -16,11 +16,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tuiapp.tools.formats import runtimes  # the parsers: imported when declaring
+from tuiapp.tools.formats import (
+    loki_tool_choice,
+    runtimes,  # the parsers: imported when declaring
+)
 from tuiapp.tools.formats.base import FormatContext, ToolFormat, ToolLoadError
 from tuiapp.tools.formats.llm_functions import OUTPUT_FILE
-from tuiapp.tools.model import Invocation, ToolSpec
+from tuiapp.tools.formats.yaml_file import read_yaml
 from tuiapp.tools.schema import schema_error
+from tuiapp.vocab.tool_specs import Invocation, ToolSpec
 
 SUFFIXES = (".py", ".ts", ".sh")
 AGENT_FILES = ("tools.sh", "tools.py", "tools.js")  # the first one present is the agent's
@@ -56,17 +60,6 @@ def is_loki_agent(d: Path) -> bool:
     """A Loki agent dir: config.yaml (or a graph.yaml), and no llm-functions index.yaml."""
     return ((d / "config.yaml").is_file() or (d / "graph.yaml").is_file()) \
         and not (d / "index.yaml").is_file()
-
-
-def read_yaml(path: Path) -> dict[str, Any]:
-    """A YAML mapping, or {} when the file is missing or unreadable (reported elsewhere)."""
-    try:
-        import yaml
-
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except Exception:  # OSError, yaml.YAMLError, bad UTF-8: the agent loader names it
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def visible_tools(tools: Path) -> set[str] | None:
@@ -183,8 +176,6 @@ class LokiFormat(ToolFormat):
         problem = schema_error(parameters)
         if problem:
             raise ToolLoadError(problem)
-        from tuiapp.tools.formats import loki_tool_choice
-
         on = loki_tool_choice.enabled(path.parent.parent.parent)  # tools/ → functions/ → config
         if on is not None and name not in on:
             run["agents_only"] = True  # not in enabled_tools: an agent's global_tools may use it

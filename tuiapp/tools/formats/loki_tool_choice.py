@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tuiapp.tools.formats.loki import read_yaml
+from tuiapp.tools.formats.yaml_file import read_yaml
 
 
 def _names(value: Any) -> list[str]:

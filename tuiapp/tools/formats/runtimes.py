@@ -11,6 +11,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from tuiapp.security import project_items, trust
 from tuiapp.tools.formats.base import FormatContext
 from tuiapp.tools.shebang import read_shebang
 
@@ -22,7 +23,7 @@ CHILD_JS = HERE / "_child_js.mjs"
 def environ(ctx: FormatContext) -> dict[str, str]:
     """The environment a tool would start with (kep's, plus the context's additions), without
     the secrets a tool never gets (secrets.child_env)."""
-    from tuiapp.core import secrets
+    from tuiapp.security import secrets
 
     return secrets.child_env(ctx.config, {**os.environ, **ctx.env})
 
@@ -105,9 +106,11 @@ def python_argv(ctx: FormatContext) -> list[str]:
     configured = getattr(ctx.config.tools, "python", None)
     if configured:
         return _split(configured)
-    for venv in (ctx.project_root / ".venv" / "bin" / "python",):
-        if os.access(venv, os.X_OK):
-            return [str(venv)]
+    venv = ctx.project_root / project_items.VENV_PYTHON
+    # A checkout's interpreter runs the user's own packs too: only once it is trusted.
+    if os.access(venv, os.X_OK) and trust.state_of(ctx.config).allows(
+            project_items.venv_item()[0]):
+        return [str(venv)]
     found = which("python3", ctx) or which("python", ctx)
     return [found or sys.executable]
 
@@ -124,11 +127,29 @@ def ts_runtime(ctx: FormatContext) -> tuple[list[str] | None, str]:
     if which("node", ctx) is None:
         return None, "TypeScript tools need Node.js (run with `npx tsx`): node is not on PATH"
     tsx = which("tsx", ctx)
-    if tsx:
+    if tsx and not _inside(tsx, ctx.project_root):
         return [tsx], ""
     if which("npx", ctx) is None:
         return None, "TypeScript tools need `npx tsx` (or tsx on PATH): npx is not on PATH"
-    return ["npx", "--yes", "tsx"], ""
+    if trust.state_of(ctx.config).allows(project_items.node_item()[0]):
+        return ["npx", "--yes", "tsx"], ""
+    # npx prefers the project's node_modules/.bin: a checkout not trusted for its programs
+    # gets tsx from npm's cache instead, looked up from kep's own folder.
+    return ["npx", "--yes", f"--prefix={node_prefix()}", "tsx"], ""
+
+
+def _inside(path: str, root: Path) -> bool:
+    real, base = os.path.realpath(path), os.path.realpath(root)
+    return real == base or real.startswith(base + os.sep)
+
+
+def node_prefix() -> str:
+    """An empty folder of kep's own where npx looks for local programs (none are there)."""
+    from tuiapp.settings import paths
+
+    prefix = paths.cache_dir() / "npx-prefix"
+    prefix.mkdir(parents=True, exist_ok=True)
+    return str(prefix)
 
 
 def python_env() -> dict[str, str]:

@@ -15,7 +15,7 @@ from textual.widgets import Input, Markdown, MarkdownViewer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tuiapp import docs
-from tuiapp.core.display import printable_line
+from tuiapp.security.display import printable_line
 from tuiapp.ui.focus import focus_now
 
 

@@ -17,8 +17,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tuiapp.core import session_admin
-from tuiapp.core.store import SessionInfo, Store, UnknownSession
+from tuiapp.conversation import session_admin
+from tuiapp.conversation.store import SessionInfo, Store, UnknownSession
 
 CONFIRM_SECONDS = 3.0
 

@@ -1,10 +1,11 @@
 """The folder-trust question: shown once per project, before any of its code runs.
 
-It lists what trusting would switch on (counted by tuiapp.trust without running anything) and
+It lists what trusting would switch on (counted by tuiapp.security.trust without running anything)
+and
 offers two answers. "Not now" is focused and is what Esc and a stray Enter give: trusting
 takes a deliberate move to its button (Tab, Enter, or a click), and none counts in the first
 half second, so text typed as the screen appears never trusts. The
-decision itself and its record stay in tuiapp.trust; this screen only asks.
+decision itself and its record stay in tuiapp.security.trust; this screen only asks.
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from tuiapp import config, config_types, trust
-from tuiapp.trust_items import one_line
+from tuiapp.project import config as project_config
+from tuiapp.project import inventory
+from tuiapp.security import trust
+from tuiapp.security.trust_items import one_line
+from tuiapp.settings import config_types
 
 if TYPE_CHECKING:
-    from tuiapp.ui.app import KepApp
+    from tuiapp.ui.app_api import KepApp
 
 _ASKED: WeakKeyDictionary[object, tuple[str, ...]] = WeakKeyDictionary()
 SHOWN_ITEMS = 8  # rules and servers listed by name; the rest are counted
@@ -45,7 +49,8 @@ def describe(q: trust.Question) -> str:
         c = q.contents
         lines += [f"{root} is a folder you have not trusted yet.",
                   f"It contains {c.summary()}.", ""]
-        named = [*(f"MCP server {s}" for s in c.servers), *c.allow_rules, *c.providers]
+        named = [*(f"MCP server {s}" for s in c.servers), *c.allow_rules, *c.providers,
+                 *c.others, *c.runtimes]
         if named:
             lines += [*_bullets(named), ""]
         lines += ["Trusting it lets kep list and run its tools (listing them runs them), "
@@ -110,7 +115,7 @@ class TrustScreen(ModalScreen[bool]):
 
 def ask_if_needed(app: KepApp) -> None:
     """At startup: ask about this project when folder trust has a question."""
-    q = trust.question(app.ws.config)
+    q = inventory.question(app.ws.config)
     if q is not None:
         _ask(app, q)
 
@@ -118,7 +123,7 @@ def ask_if_needed(app: KepApp) -> None:
 def ask_if_gained(app: KepApp) -> None:
     """After kep.toml or mcp.json was reloaded: ask again when the trusted project gained
     entries not asked about yet in this session (a "Not now" is not asked twice)."""
-    q = trust.question(app.ws.config)
+    q = inventory.question(app.ws.config)
     if q is not None and q.gained and _ASKED.get(app) != q.gained and \
             not isinstance(app.screen, TrustScreen):
         _ask(app, q)
@@ -126,7 +131,7 @@ def ask_if_gained(app: KepApp) -> None:
 
 def ask_again(app: KepApp) -> None:
     """The palette's "Trust this folder": the same question, asked on request."""
-    q = trust.question(app.ws.config)
+    q = inventory.question(app.ws.config)
     if q is not None and not isinstance(app.screen, TrustScreen):
         _ask(app, q)
 
@@ -145,12 +150,18 @@ def answered(app: KepApp, q: trust.Question, yes: bool) -> None:
         return
     try:
         trust.trust(q.root)
-        config.load_dotenv(app.ws.root)
-        cfg = config.load(app.ws.root)
+        state = trust.check(app.ws.root)
+        project_config.load_dotenv(app.ws.root, state)
+        cfg = project_config.load(app.ws.root, trust_state=state)
     except (trust.TrustError, config_types.ConfigError) as e:
         app.notify(str(e), title="Folder trust", severity="error", timeout=12)
         return
     app.ws.reconfigure(cfg)
+    from tuiapp.ui.live_reload import apply_to_chat
+
+    problem = apply_to_chat(app, cfg)  # a provider's new base_url applies from the next request
+    if problem:
+        app.notify(f"Trusted, but {problem}", title="Folder trust", severity="warning")
     app.ws.start_mcp(emit=app._sink, on_state=app._mcp_state)
     app.refresh_tools()
     app.notify(f"Trusted {one_line(q.root)}: its tools are being listed.", title="Folder trust")

@@ -27,12 +27,10 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import Button, Input, Static, TextArea
 
-from tuiapp.core.conversation import Approval
-from tuiapp.core.display import printable, printable_line
-from tuiapp.core.events import ToolCallDecided, ToolFinished
-from tuiapp.core.messages import ToolCall
-from tuiapp.ui.bridge import PendingApproval
+from tuiapp.conversation.conversation import Approval
+from tuiapp.security.display import printable, printable_line
 from tuiapp.ui.focus import focus_now
+from tuiapp.ui.messages import PendingApproval
 from tuiapp.ui.widgets.approval_editor import ArgsEditor, parse_arguments
 from tuiapp.ui.widgets.approval_keys import (
     BUTTONS,
@@ -42,6 +40,8 @@ from tuiapp.ui.widgets.approval_keys import (
     fit_columns,
 )
 from tuiapp.ui.widgets.approval_queue import ReplyCalls
+from tuiapp.vocab.events import ToolCallDecided, ToolFinished
+from tuiapp.vocab.messages import ToolCall
 
 
 class ApprovalPanel(AnswerKeys, Vertical, can_focus=True):

@@ -6,13 +6,14 @@ calls (Y, N) run on a second press of the same key (or Enter) within CONFIRM_SEC
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from textual import events
+from textual.message import Message
 from textual.widgets import Button
 
-if TYPE_CHECKING:
-    from tuiapp.ui.widgets.approval import ApprovalPanel
+from tuiapp.ui.messages import PendingApproval
+from tuiapp.ui.widgets.approval_queue import ReplyCalls
 
 # (key, label, action, variant). Labels stay short: the row must fit beside the tool panes.
 BUTTONS = (("y", "allow", "allow", "success"), ("n", "deny", "deny", "error"),
@@ -37,6 +38,39 @@ def fit_columns(widths: list[int], room: int) -> int:
             break
         columns -= 1
     return columns
+
+
+class ApprovalPanel(Protocol):
+    """What the key handling reads and calls on the approval panel it is mixed into."""
+
+    Typed: type[Message]
+    Leave: type[Message]
+    queue: list[PendingApproval]
+    reply: ReplyCalls
+    mode: str
+    shown_at: float
+    confirming: tuple[str, float] | None
+    answering: bool
+    ignored_key: bool
+    _shown: str | None
+
+    @property
+    def current(self) -> PendingApproval | None: ...
+
+    @property
+    def waiting(self) -> bool: ...
+
+    def post_message(self, message: Message) -> bool: ...
+
+    def set_timer(self, delay: float, callback: Any) -> Any: ...
+
+    def press(self, action: str) -> None: ...
+
+    def _hint(self) -> None: ...
+
+    def _cancel_confirm(self) -> None: ...
+
+    def _expire_confirm(self) -> None: ...
 
 
 class AnswerKeys:

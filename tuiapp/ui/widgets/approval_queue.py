@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 from textual.content import Content
 
-from tuiapp.core.display import printable_line
-from tuiapp.core.events import ToolCallDecided, ToolFinished
-from tuiapp.core.messages import ToolCall
+from tuiapp.security.display import printable_line
+from tuiapp.vocab.events import ToolCallDecided, ToolFinished
+from tuiapp.vocab.messages import ToolCall
 
 ARGS_SHOWN = 200  # characters of a call's arguments in the list (the full JSON is above it)
 

@@ -14,10 +14,10 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Static
 
-from tuiapp.config_types import Config
-from tuiapp.core import project_marks
-from tuiapp.core.display import printable_line
-from tuiapp.tools.model import BrokenTool, ToolSpec
+from tuiapp.conversation import project_marks
+from tuiapp.security.display import printable_line
+from tuiapp.settings.config_types import Config
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 TOOLS_SHOWN = 12
 

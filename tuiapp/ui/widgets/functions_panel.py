@@ -26,11 +26,11 @@ from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tuiapp import paths
-from tuiapp.core.display import printable, printable_line
+from tuiapp.security.display import printable, printable_line
+from tuiapp.settings import paths
 from tuiapp.tools.check import Finding, broken_hint, counts
-from tuiapp.tools.model import BrokenTool, ToolSpec
 from tuiapp.ui.focus import focus_now
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 Entry = ToolSpec | BrokenTool
 # MCP server name → (state, detail): ("starting", ""), ("ready", "3 tools"),
@@ -269,12 +269,14 @@ class FunctionsPanel(Widget):
         )
 
     def _broken_prompt(self, tool: BrokenTool) -> Content:
+        hint = broken_hint(tool.error, tool.format)
         return Content.assemble(
             ("  ✗ ", "$text-error"),
             (printable_line(os.path.basename(tool.source)), "bold $text-error"),
             "  ", (tool.format, "$text-accent"),
             "\n", (self._indented(printable(tool.error)), "$text-error"),
-            "\n", (self._indented("fix: " + printable(broken_hint(tool.error))), "$text-warning"),
+            *(("\n", (self._indented("fix: " + printable(hint)), "$text-warning"))
+              if hint else ()),
         )
 
     def _finding_prompt(self, f: Finding) -> Content:

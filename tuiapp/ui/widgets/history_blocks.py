@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tuiapp.core.messages import Message, ToolCall
-from tuiapp.core.store import ToolCallRecord
+from tuiapp.conversation.store import ToolCallRecord
 from tuiapp.ui.widgets.tool_block import ToolCallBlock, first_line
+from tuiapp.vocab.messages import Message, ToolCall
 
 
 def page_start(messages: Sequence[Message], start: int) -> int:

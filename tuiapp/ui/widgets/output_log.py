@@ -21,7 +21,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tuiapp.core.display import printable
+from tuiapp.security.display import printable
 
 Stream = Literal["stdout", "stderr"]
 

@@ -14,7 +14,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import Static
 
-from tuiapp.core.display import printable, printable_line
+from tuiapp.security.display import printable, printable_line
 
 MAX_STARTERS = 9
 

@@ -7,7 +7,7 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from tuiapp.core.events import Usage
+from tuiapp.vocab.events import Usage
 
 # (key shown, label, action) per state. The full list is in the README and under ctrl+p → Keys.
 KEYS: dict[str, tuple[tuple[str, str, str], ...]] = {

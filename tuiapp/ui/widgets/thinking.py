@@ -11,7 +11,7 @@ from textual.content import Content
 from textual.timer import Timer
 from textual.widgets import Static
 
-from tuiapp.core.display import printable
+from tuiapp.security.display import printable
 
 REDRAW_EVERY = 0.1
 SHOWN_CHARS = 20_000

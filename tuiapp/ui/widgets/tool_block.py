@@ -14,9 +14,9 @@ from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widgets import Static
 
-from tuiapp.core.display import printable_line
-from tuiapp.core.events import ToolCallDecided, ToolFinished
-from tuiapp.core.messages import ToolCall
+from tuiapp.security.display import printable_line
+from tuiapp.vocab.events import ToolCallDecided, ToolFinished
+from tuiapp.vocab.messages import ToolCall
 
 ICONS = {"requested": "⌛", "asking": "⌛", "queued": "⌛", "running": "⌛", "ok": "✔",
          "failed": "✗", "timed_out": "⏱", "cancelled": "⊘", "denied": "⊘", "interrupted": "⊘"}

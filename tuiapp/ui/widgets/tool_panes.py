@@ -22,8 +22,9 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Button, Static, TabbedContent, TabPane
 
-from tuiapp.core.display import printable, printable_line
-from tuiapp.core.events import (
+from tuiapp.security.display import printable, printable_line
+from tuiapp.ui.widgets.output_log import OutputLog
+from tuiapp.vocab.events import (
     Event,
     ToolCallDecided,
     ToolCallQueued,
@@ -32,7 +33,6 @@ from tuiapp.core.events import (
     ToolFinished,
     ToolOutput,
 )
-from tuiapp.ui.widgets.output_log import OutputLog
 
 MAX_PANES = 40  # finished panes beyond this are closed, oldest first (memory stays bounded)
 ARGS_SHOWN = 400  # characters of the arguments shown in a pane header
@@ -171,6 +171,14 @@ class ToolPanes(Widget):
 
         def __init__(self, call_id: str) -> None:
             self.call_id = call_id
+            super().__init__()
+
+    class OutputRequested(Message):
+        """The user asked to read a pane's whole output (the app opens the viewer screen)."""
+
+        def __init__(self, name: str, spool_path: str, kept: list[str] | None,
+                     running: bool) -> None:
+            self.name, self.spool_path, self.kept, self.running = name, spool_path, kept, running
             super().__init__()
 
     def __init__(self, max_lines: int, *, id: str | None = None,
@@ -337,11 +345,9 @@ class ToolPanes(Widget):
         if pane is None:
             self.app.bell()
             return
-        from tuiapp.ui.screens.output_viewer import OutputViewer
-
         kept = None if pane.state.spool_path else pane.output.lines()
-        self.app.push_screen(OutputViewer(pane.state.name, pane.state.spool_path, kept,
-                                          running=pane.state.status not in FINISHED))
+        self.post_message(self.OutputRequested(pane.state.name, pane.state.spool_path, kept,
+                                               pane.state.status not in FINISHED))
 
     @on(Button.Pressed, ".tool-pane--cancel")
     def _cancel_pressed(self, event: Button.Pressed) -> None:

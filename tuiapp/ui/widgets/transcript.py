@@ -15,8 +15,12 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Button, Static
 
-from tuiapp.core.display import StreamPrintable, printable
-from tuiapp.core.events import (
+from tuiapp.conversation.store import ToolCallRecord
+from tuiapp.security.display import StreamPrintable, printable
+from tuiapp.ui.widgets.call_batch import SHOWN, CallBatchLine
+from tuiapp.ui.widgets.history_blocks import page_start, restored_block, screenful_start
+from tuiapp.ui.widgets.tool_block import ToolCallBlock
+from tuiapp.vocab.events import (
     Event,
     MessageAdded,
     Notice,
@@ -30,11 +34,7 @@ from tuiapp.core.events import (
     ToolFinished,
     TurnEnded,
 )
-from tuiapp.core.messages import Message
-from tuiapp.core.store import ToolCallRecord
-from tuiapp.ui.widgets.call_batch import SHOWN, CallBatchLine
-from tuiapp.ui.widgets.history_blocks import page_start, restored_block, screenful_start
-from tuiapp.ui.widgets.tool_block import ToolCallBlock
+from tuiapp.vocab.messages import Message
 
 if TYPE_CHECKING:
     from tuiapp.ui.widgets.reply import AssistantReply, ReplyMarkdown

@@ -17,7 +17,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from tuiapp.core.session_start import VariableField
+from tuiapp.project.session_start import VariableField
 from tuiapp.ui.focus import focus_now
 
 

@@ -28,15 +28,15 @@ from textual.widget import Widget
 from textual.widgets import Button, Checkbox, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tuiapp.config_types import ApprovalConfig
+from tuiapp.settings.config_types import ApprovalConfig
 from tuiapp.tools.check import broken_hint
 from tuiapp.tools.direct import DirectRun, run_direct
-from tuiapp.tools.model import BrokenTool, ToolSpec
 from tuiapp.tools.runner import Runner
 from tuiapp.ui.focus import focus_now
 from tuiapp.ui.widgets.functions_panel import short_source
 from tuiapp.ui.widgets.run_log import RunLog, printable
 from tuiapp.ui.widgets.schema_form import SchemaForm
+from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 Entry = ToolSpec | BrokenTool
 KEYS = ("F5 run · F2 cancel · F4 edit · F6 run on save · F7 send to chat · F8 diff · "
@@ -150,7 +150,8 @@ class Workbench(Widget, can_focus=False):
             f"{self.tool_name} · {e.format} · {short_source(e.source, self.root)}"))
         if isinstance(e, BrokenTool):
             status.add_class("-broken")
-            status.update(printable(f"✗ broken: {e.error}\nfix: {broken_hint(e.error)}"))
+            hint = broken_hint(e.error, e.format)
+            status.update(printable(f"✗ broken: {e.error}" + (f"\nfix: {hint}" if hint else "")))
             desc.update("")
         else:
             status.remove_class("-broken")

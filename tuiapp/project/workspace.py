@@ -1,0 +1,144 @@
+"""One project opened for work: config, tool registry, runner, session store.
+
+The same object drives `kep run`, `kep call`, `kep mcp serve` and the TUI, so each of those
+stays a thin shell. No textual here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from tuiapp.project.system_prompt import BASE_PROMPT, compose
+from tuiapp.security import trust
+from tuiapp.settings import paths
+from tuiapp.settings.config_types import Config
+from tuiapp.tools.registry import Registry
+from tuiapp.vocab.tool_specs import ToolSpec
+
+if TYPE_CHECKING:  # imported where used: `kep functions` needs none of them
+    from tuiapp.conversation.conversation import Approver, Conversation, Emit
+    from tuiapp.mcp.client import McpManager, StateListener
+    from tuiapp.providers.base import Provider
+    from tuiapp.tools.runner import Runner
+    from tuiapp.vocab.messages import Message
+
+class SessionStart(Protocol):
+    """The active .prompt file or agent (tuiapp.project.session_start.StartPlan), as the
+    workspace uses it: its tool environment, tool allow-list and system text."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def env(self) -> dict[str, str]: ...
+
+    def allow_only(self, name: str) -> bool: ...
+
+    def system_text(self) -> str: ...
+
+
+@dataclass
+class Workspace:
+    config: Config
+    registry: Registry = field(init=False)
+    # The active .prompt file or agent, once a session starts
+    # with one: its system text, tool allow-list and tool environment apply from then on.
+    start: SessionStart | None = field(default=None, init=False)
+    # The project's MCP servers, once start_mcp() ran and there is at least one.
+    mcp: McpManager | None = field(default=None, init=False)
+    _runners: list[Runner] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        self.registry = Registry(self.config)
+
+    def has_mcp_servers(self) -> bool:
+        return bool(self.config.mcp_servers) or trust.project_has_mcp_json(self.config)
+
+    def start_mcp(self, *, emit: Emit | None = None, on_state: StateListener | None = None) -> None:
+        """Start the MCP servers in the background (never awaited: a slow server never holds
+        up the UI or the first prompt). Imports the MCP SDK only when servers are configured."""
+        if self.mcp is not None or not self.has_mcp_servers():
+            return
+        from tuiapp.mcp.client import McpManager
+
+        self.mcp = McpManager.for_registry(self.config, self.registry, emit=emit,
+                                           on_state=on_state)
+        self.mcp.start()
+
+    async def aclose(self) -> None:
+        if self.mcp is not None:
+            await self.mcp.stop()
+
+    @property
+    def root(self) -> Path:
+        return self.config.project_root
+
+    def reconfigure(self, config: Config) -> None:
+        """A new config (kep.toml edited): rules and settings apply from the next call."""
+        self.config = config
+        self.registry.reconfigure(config)
+        for runner in self._runners:
+            runner.reconfigure(config)
+        if self.mcp is not None:
+            self.mcp.reconfigure(config)
+
+    def runner(self, session_id: str) -> Runner:
+        from tuiapp.tools.runner import Runner
+
+        formats = None
+        if self.mcp is not None:
+            from tuiapp.mcp.client import McpFormat
+            from tuiapp.tools.formats import default_formats
+
+            formats = [*default_formats(), McpFormat(self.mcp)]
+        runner = Runner(self.config, spool_dir=paths.data_dir() / "spool" / session_id,
+                        env=self.start.env if self.start else None, formats=formats)
+        self._runners.append(runner)
+        return runner
+
+    def session_tools(self) -> dict[str, ToolSpec]:
+        """The registry's tools minus other agents' own functions: an agent's tools.sh is
+        offered only while that agent is active."""
+        agent = self.start.name if self.start is not None and self.start.kind == "agent" else None
+        return self.registry.tools_for(agent)
+
+    def system_prompt(self) -> str:
+        """Base prompt + the active prompt/agent + extension packs + AITool instructions."""
+        tools = list(self.session_tools().values())
+        session = ""
+        if self.start is not None:
+            tools = [t for t in tools if self.start.allow_only(t.name)]
+            session = self.start.system_text()
+        return compose(self.config.system_prompt or BASE_PROMPT, session, tools)
+
+    def conversation(
+        self,
+        provider: Provider,
+        runner: Runner,
+        approver: Approver,
+        emit: Emit,
+        history: Sequence[Message] = (),
+    ) -> Conversation:
+        from tuiapp.conversation.conversation import Conversation
+
+        return Conversation(
+            provider=provider,
+            tools=self.session_tools,
+            approval=lambda: self.config.approval,
+            approver=approver,
+            executor=runner.execute,
+            emit=emit,
+            system=self.system_prompt,
+            max_steps=self.config.max_steps,
+            history=list(history),
+            env=os.environ,
+            allow_only=self.start.allow_only if self.start else None,
+            tool_settings=lambda: self.config.tools,
+        )

@@ -1,0 +1,177 @@
+"""The typed settings records: providers, approval rules, tools, MCP servers and the whole Config.
+
+Built by tuiapp.settings.config (parse/load); ConfigError is what every config reader and
+writer raises,
+naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from tuiapp.vocab.records import FrozenRecord
+from tuiapp.vocab.trust_state import TrustState
+
+Api = Literal["responses", "chat", "anthropic", "offline"]
+Action = Literal["allow", "ask", "deny"]
+# The settings classes below are @dataclass(frozen=True, eq=False, repr=False) on FrozenRecord:
+# same equality, hash and repr as plain frozen dataclasses, cheaper to import (startup path).
+
+
+class ConfigError(Exception):
+    def __init__(self, file: Path | str, key: str, message: str) -> None:
+        self.file, self.key, self.message = str(file), key, message
+        super().__init__(f"{file}: {key}: {message}" if key else f"{file}: {message}")
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class ProviderConfig(FrozenRecord):
+    name: str
+    api: Api
+    base_url: str | None = None
+    api_key_env: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    default_model: str | None = None
+    reasoning: str | None = None  # "low" | "medium" | "high" | "off"; None: the API's default
+    # per-million-token prices: {"input": …, "output": …, "cached_input": …}; "" = any model
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def prices_for(self, model: str) -> dict[str, float] | None:
+        return self.prices.get(model) or self.prices.get("")
+
+
+BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
+    p.name: p
+    for p in (
+        ProviderConfig("offline", "offline"),
+        ProviderConfig(
+            "openai", "responses", None, "OPENAI_API_KEY", default_model="gpt-6.1-terra"
+        ),
+        ProviderConfig(
+            "anthropic", "anthropic", None, "ANTHROPIC_API_KEY", default_model="claude-sonnet-5-5"
+        ),
+        ProviderConfig("openrouter", "chat", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+        ProviderConfig("ollama", "chat", "http://localhost:11434/v1"),
+        ProviderConfig("lmstudio", "chat", "http://localhost:1234/v1"),
+        ProviderConfig("vllm", "chat", "http://localhost:8000/v1"),
+        ProviderConfig("llamacpp", "chat", "http://localhost:8080/v1"),
+    )
+}
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Rule(FrozenRecord):
+    tool: str  # regex, full match against the tool name
+    action: Action
+    args: str | None = None  # regex over the decoded arguments (core/argument_text.py)
+    origin: str = ""  # "file.toml rule 3", for messages
+
+    def describe(self) -> str:
+        a = f", arguments match {self.args}" if self.args else ""
+        return f"{self.origin} (tool matches {self.tool}{a})"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class ApprovalConfig(FrozenRecord):
+    default: Action = "ask"
+    rules: tuple[Rule, ...] = ()
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class SourceConfig(FrozenRecord):
+    format: str
+    path: str
+    # aitool hosts: "module:function" run in the tool's process before its classes are built
+    # (with setup_args as keyword arguments), and constructor arguments per class name.
+    setup: str | None = None
+    setup_args: dict[str, Any] = field(default_factory=dict)
+    init: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class ToolsConfig(FrozenRecord):
+    timeout: float = 30.0
+    list_timeout: float = 10.0
+    timeouts: dict[str, float] = field(default_factory=dict)
+    output_cap: int = 64 * 1024
+    builtins: bool = True
+    dirs: tuple[str, ...] = ()  # extra keprompt function directories
+    sources: tuple[SourceConfig, ...] = ()  # [[tools.sources]] format + path
+    allow_outside_root: bool = False  # built-in file functions may leave the project root
+    list_concurrency: int = 8
+    # llm-functions quirks on request: JS enum values lower-cased, Python defaults ignored
+    # (a parameter is optional only when Optional[...]).
+    llm_functions_compat: bool = False
+    python: str | None = None  # interpreter for Python tools without a shebang
+    ts_runtime: str | None = None  # TypeScript runtime (default: tsx on PATH, else `npx tsx`)
+    # Bounds against a model (or a project) that asks for too much at once.
+    max_parallel: int = 8  # calls running at once; the rest wait in order ("queued")
+    max_calls_per_reply: int = 64  # calls of one reply beyond this are refused
+    max_offered: int = 256  # more tools than this offered to the model: warn once
+    include: tuple[str, ...] = ()  # glob patterns: only matching tools are offered
+    exclude: tuple[str, ...] = ()  # glob patterns: matching tools are not offered
+    description_cap: int = 8192  # characters of one tool description offered to the model
+    spool_max_mb: float = 100.0  # one call's spool file; beyond it head and tail are kept
+    spool_session_mb: float = 1000.0  # all spool files of one kep session
+    # Secret variables (provider keys, `.env` keys) tools and MCP servers get anyway.
+    pass_env: tuple[str, ...] = ()
+
+    def timeout_for(self, name: str) -> float:
+        return self.timeouts.get(name, self.timeout)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class McpServerConfig(FrozenRecord):
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    url: str | None = None
+    enabled: bool = True
+    # How long connecting + the first tools/list may take (npx-launched servers download first).
+    startup_timeout: float = 30.0
+    # None: [mcp] prefix decides; mcp.json's per-server "prefix" (llm-functions' bridge) wins.
+    prefix: bool | None = None
+    headers: dict[str, str] = field(default_factory=dict)  # url servers; ${VAR} expanded
+    transport: str | None = None  # url servers: "http" (streamable, default) or "sse"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Config(FrozenRecord):
+    model: str | None = None
+    theme: str = "dark"
+    max_steps: int = 25
+    providers: dict[str, ProviderConfig] = field(default_factory=lambda: dict(BUILTIN_PROVIDERS))
+    approval: ApprovalConfig = field(default_factory=ApprovalConfig)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
+    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
+    mcp_prefix: bool = True
+    pane_lines: int = 2000
+    system_prompt: str | None = None
+    project_root: Path = field(default_factory=Path.cwd)
+    files: tuple[Path, ...] = ()  # the files that were read, lowest precedence first
+    warnings: tuple[str, ...] = ()  # unknown keys, one line each (the rest still applies)
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    # The folder-trust decision this config was loaded under (None: built by hand, decided
+    # from project_root when asked; see tuiapp.security.trust.state_of).
+    trust: TrustState | None = None
+
+    @property
+    def project_file(self) -> Path:
+        return self.project_root / "kep.toml"
+
+    def default_model(self) -> str:
+        """The configured model, else the first provider with a key, else offline."""
+        if self.model:
+            return self.model
+        for name in ("openai", "anthropic", "openrouter"):
+            p = self.providers.get(name)
+            if p and p.api_key() and p.default_model:
+                return f"{name}/{p.default_model}"
+        return "offline"
