@@ -221,7 +221,7 @@ def summarise_results(results: list[Message]) -> str:
         body = m.content
         lines = body.splitlines()
         size = len(body.encode())
-        if m.is_error and body.startswith(("the user denied", "denied by policy")):
+        if m.is_error and body.startswith(("the user denied", "denied by policy", "not run")):
             head = f"**{m.name}** was not run."
         elif m.is_error:
             head = f"**{m.name}** failed."
