@@ -320,6 +320,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         had_keyboard = panes.has_focus_within
         panes.toggle_class("-hidden")
         self._panes_hidden_by_user = panes.has_class("-hidden")
+        self.fit_panels()
         if self._panes_hidden_by_user:
             if had_keyboard:
                 focus_now(self.query_one(PromptInput))
@@ -337,6 +338,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         else:
             panel.add_class("-hidden")
             focus_now(self.query_one(PromptInput))
+        self.fit_panels()
 
     def action_help(self, topic: str = "overview") -> None:
         from tuiapp.ui.screens.help import HelpScreen

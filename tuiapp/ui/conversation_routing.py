@@ -48,6 +48,7 @@ class ConversationRouting(App[int]):
     if TYPE_CHECKING:
         def _welcome(self) -> list[FirstRunPanel]: ...
         def action_help(self, topic: str = "overview") -> None: ...
+        def fit_panels(self) -> None: ...
         def show_tools(self) -> None: ...
 
     @property
@@ -135,6 +136,7 @@ class ConversationRouting(App[int]):
         if (isinstance(event, ToolCallRequested) and not self._panes_hidden_by_user
                 and not self.narrow):  # (narrow: an overlay opens only when asked for)
             self.panes.remove_class("-hidden")
+            self.fit_panels()
         if isinstance(event, MessageAdded) and event.message.tool_calls:
             self.approval.start_reply(event.message.tool_calls)
         elif isinstance(event, (ToolCallDecided, ToolFinished)):

@@ -83,6 +83,7 @@ class WorkbenchActions:
         if old is not None:
             await old.remove()
         await app.query_one("#body").mount(bench, after=app.query_one("#chat"))
+        app.fit_panels()
 
     def open_tool(self, name: str) -> bool:
         spec = self._app().ws.registry.tools.get(name)
@@ -114,6 +115,7 @@ class WorkbenchActions:
         bench = self.bench()
         if bench is not None:
             bench.remove()
+        self._app().call_after_refresh(self._app().fit_panels)
         focus_now(self._app().query_one("#prompt"))
 
     def on_workbench_send_to_chat(self, message: Workbench.SendToChat) -> None:
@@ -201,6 +203,7 @@ class WorkbenchActions:
                                        approval=app.ws.config.approval)
         app.functions.update_findings(findings)
         app.functions.remove_class("-hidden")
+        app.fit_panels()
         n: dict[str, Any] = counts(findings)
         app.notify(f"{n['error']} errors, {n['warning']} warnings, {n['info']} info",
                    title="Check", severity="error" if n["error"] else "information")
