@@ -125,21 +125,11 @@ class ServerConnection:
         # Shown in error lines: a server that prints its token must not put it on screen.
         return secrets.scrub_error("\n".join(kept[-lines:]), secrets.collect(self._config()))
 
-    def exit_reason(self, lines: int = 3) -> str:
+    async def exit_reason(self, lines: int = 3) -> str:
         """"exit status 3: last | stderr | lines" (or the signal), as far as known."""
-        ended = startup.exit_description(self._log_tail())
-        tail = self.stderr_tail(lines).replace("\n", " | ")
-        if not tail:
-            return f"{ended or 'exit status unknown'}, no stderr output"
-        return ": ".join(p for p in (ended, tail) if p)
+        await startup.exit_noted(self._log_tail)  # its output can close before it exits
+        return startup.ended_with(self._log_tail(), self.stderr_tail(lines))
 
-    async def _exit_noted(self, timeout: float = 2.0) -> None:
-        """Until the wrapper has noted how the server ended (its output can close before it
-        exits), for at most `timeout` seconds."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while not startup.exit_description(self._log_tail()) and loop.time() < deadline:
-            await asyncio.sleep(0.05)
 
     # ---- the connection task ------------------------------------------------------------
 
@@ -199,8 +189,7 @@ class ServerConnection:
                         self.set_state("ready")
             run.client = None
         if run.ended and not run.stopping:
-            await self._exit_noted()
-            reason = self.exit_reason()
+            reason = await self.exit_reason()
             names = ", ".join(sorted(self.specs)) or "none"
             self._publish([BrokenTool(
                 source_key(self.name), "mcp",
