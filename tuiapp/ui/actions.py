@@ -335,8 +335,24 @@ class SessionActions(App[int]):
             name: (s.status, s.summary() if s.status == "ready" else s.reason)
             for name, s in self.ws.mcp.states().items()})
         if state.status == "failed":
-            self.notify(f"MCP server {state.name} failed: {state.reason}", title="MCP",
-                        severity="error", timeout=10)
+            self._mcp_failed_toast(state)
+
+    def _mcp_failed_toast(self, state: ServerState) -> None:
+        """Once per failure: the same server failing the same way at the next start says
+        nothing (the functions panel keeps the state and the whole reason), and the toast is
+        one short line, so it never fills a small screen."""
+        import hashlib
+
+        from tuiapp.conversation import project_marks
+
+        kind = "mcp-failed-" + hashlib.sha256(state.name.encode()).hexdigest()[:16]
+        if project_marks.get(kind, self.ws.root) == state.reason:
+            return
+        project_marks.put(kind, self.ws.root, state.reason)
+        reason = (state.reason.splitlines() or [""])[0]
+        reason = reason if len(reason) <= 60 else reason[:59] + "…"
+        self.notify(f"MCP server {state.name} failed: {reason} (ctrl+f: details)", title="MCP",
+                    severity="error", timeout=10)
 
     def restart_mcp_server(self, name: str) -> None:
         if self.ws.mcp is None:
