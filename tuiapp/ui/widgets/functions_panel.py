@@ -111,6 +111,7 @@ class FunctionsPanel(Widget):
         self._width = 1000  # wrap width for reasons; the real one arrives with on_resize
         self._stale = True  # entries changed since the list was last built
         self._by_id: dict[str, Entry] = {}
+        self._filter_on_mount = False
 
     def compose(self) -> ComposeResult:
         yield Static("Functions · none yet", classes="functions-panel--summary", markup=False)
@@ -124,6 +125,8 @@ class FunctionsPanel(Widget):
         if self.display:
             self._render_entries()
         self._render_servers()
+        if self._filter_on_mount:
+            self.call_after_refresh(self.action_filter)
 
     # ---- updates -----------------------------------------------------------------------
 
@@ -159,7 +162,11 @@ class FunctionsPanel(Widget):
     # ---- filter and choice -------------------------------------------------------------
 
     def action_filter(self) -> None:
-        focus_now(self.query_one(Input))
+        boxes = self.query(Input)
+        if boxes:
+            focus_now(boxes.first())
+        else:  # asked for before the panel is mounted (ctrl+f at start-up): once it is
+            self._filter_on_mount = True
 
     @on(Input.Changed, "#functions-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
