@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from fakes.npm_peers import npm_package_dir
 
 from tuiapp.mcp.client import McpFormat, McpManager, ServerState
 from tuiapp.mcp.servers import McpJsonError, configured_servers, read_mcp_json, tool_name
+from tuiapp.mcp.startup import EXIT_MARK, process_group
 from tuiapp.settings.config_types import Config, McpServerConfig, ToolsConfig
 from tuiapp.tools.registry import Registry
 from tuiapp.tools.runner import Runner
@@ -284,6 +286,35 @@ async def test_timeout_and_cancel_apply_and_the_server_survives(start) -> None:
         await task
     assert isinstance(events[-1], ToolFinished) and events[-1].status == "cancelled"
     assert (await call(manager, "fake_echo", {"text": "alive"})).result == "alive"
+
+
+async def test_a_server_left_on_an_abandoned_call_is_killed_at_the_end(start) -> None:
+    """`kep call` waited about 4 s after a timeout: the server, busy with the call kep gave
+    up on, got the polite close (stdin, 2 s, SIGTERM, 2 s). It is killed at once instead."""
+    manager, _ = await start(fake(), tools=ToolsConfig(timeouts={"fake_hang": 0.3}))
+    assert (await call(manager, "fake_hang")).status == "timed_out"
+    pgid = process_group(Path(manager.states()["fake"].log_path).read_text())
+    assert pgid is not None
+    await manager.stop()
+    for _ in range(100):  # SIGKILL is delivered asynchronously
+        if not living_in_group(pgid):
+            break
+        await asyncio.sleep(0.02)
+    assert living_in_group(pgid) == []  # the whole group is gone (zombies aside)
+    # Killed, not closed politely: the wrapper never got to note how the server ended.
+    assert EXIT_MARK not in Path(manager.states()["fake"].log_path).read_text()
+
+
+def living_in_group(pgid: int) -> list[int]:
+    out = []
+    for name in os.listdir("/proc"):
+        try:
+            fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] not in "ZX":
+            out.append(int(name))
+    return out
 
 
 async def test_floods_are_capped_and_stderr_floods_stay_in_the_log(start, capfd) -> None:

@@ -23,6 +23,7 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from tuiapp.mcp.connection import ServerConnection, ServerState, one_line, source_key
 from tuiapp.mcp.results import result_parts
 from tuiapp.mcp.servers import MCP_JSON, McpJsonError, configured_servers
+from tuiapp.mcp.startup import kill_wrapper_group
 from tuiapp.settings import paths
 from tuiapp.settings.config_types import Config, McpServerConfig
 from tuiapp.tools.formats.base import FormatContext, ToolFormat, ToolLoadError
@@ -50,6 +51,9 @@ class McpManager:
         self._on_state = on_state
         self._servers: dict[str, ServerConnection] = {}
         self._problem: ServerState | None = None  # a bad mcp.json, shown like a failed server
+        # Servers left working on a call kep gave up on (timed out, cancelled): busy, so at
+        # the end they are killed at once rather than asked politely (about 4 s).
+        self._abandoned: set[str] = set()
 
     @classmethod
     def for_registry(cls, config: Config, registry: ExternalSink, *,
@@ -101,6 +105,8 @@ class McpManager:
         server.restart()
 
     async def stop(self) -> None:
+        for name in self._abandoned & set(self._servers):
+            kill_wrapper_group(self._servers[name].log)
         await asyncio.gather(*(s.stop(final=True) for s in self._servers.values()),
                              return_exceptions=True)
 
@@ -172,6 +178,9 @@ class McpManager:
             result = await client.call_tool(spec.run["tool"], arguments,
                                             read_timeout_seconds=backstop,
                                             progress_callback=progress)
+        except asyncio.CancelledError:
+            self._abandoned.add(server.name)
+            raise
         except MCPError as e:
             if e.code == REQUEST_TIMEOUT:
                 return DirectResult(False, f"Error: MCP server {server.name} did not answer "

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tuiapp.conversation.prompt_model import PromptError
+from tuiapp.conversation.prompt_model import PromptError, PromptFile
 from tuiapp.vocab.messages import Message
 
 if TYPE_CHECKING:
@@ -31,11 +32,6 @@ def parse(ref: str) -> tuple[str, str] | None:
     return (server, name) if slash and server and name else None
 
 
-class _NoVariables:
-    def variables(self) -> list[Any]:
-        return []  # the arguments are checked by the server, when the prompt is fetched
-
-
 class McpPromptRun:
     """What StartPlan needs of a prompt run, for a prompt that lives on an MCP server."""
 
@@ -43,8 +39,9 @@ class McpPromptRun:
         self.ws, self.server, self.name = ws, server, name
         self.values = {k: str(v) for k, v in values.items()}
         self.notices: list[str] = []
-        self.prompt = _NoVariables()
         self.where = f"{PREFIX}{server}/{name}"
+        # No variables of its own: the server checks the arguments when the prompt is fetched.
+        self.prompt = PromptFile(Path(self.where), [])
 
     def allow_only(self, name: str) -> bool:
         return True  # an MCP prompt does not narrow the tools
