@@ -20,6 +20,8 @@ sys.path.insert(0, str(REPO / "tests"))  # so tests can `from fakes.llm_server i
 # gets dirs of its own (isolated_home below).
 REAL_HOME = Path.home()
 SESSION_HOME = Path(tempfile.mkdtemp(prefix="kep-test-home-"))
+# Removed at the end of the run (pytest_unconfigure, also in each parallel worker, whose exit
+# skips atexit handlers) or at exit, whichever comes first.
 atexit.register(shutil.rmtree, SESSION_HOME, True)
 for _var, _sub in (("HOME", ""), ("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"),
                    ("XDG_CACHE_HOME", ".cache"), ("XDG_STATE_HOME", ".local/state"),
@@ -29,6 +31,31 @@ for _var, _sub in (("HOME", ""), ("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME
 # Downloads for the optional peer tests (npm MCP servers, tsx) live here: in the checkout,
 # git-ignored, reused between runs. KEP_TEST_NO_DOWNLOADS=1 skips those tests instead.
 PEERS_DIR = REPO / "tests" / ".peers"
+# Bytecode of the `kep` subprocesses the tests start: kept between runs, in the checkout's
+# (git-ignored) pytest cache, never in $TMPDIR.
+PYCACHE = str(REPO / ".pytest_cache" / "kep-pycache")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """The whole suite (`pytest` with no paths) runs on every core by default; a few files
+    named on the command line run in one process. `-n N` (`-n 0`: one process) or
+    `-p no:xdist` choose otherwise. The tests of one xdist_group (the pseudo-terminal ones,
+    which wait on a real terminal's pace) share a worker, so they never compete with each
+    other for the cores."""
+    if (not config.pluginmanager.hasplugin("xdist") or os.environ.get("PYTEST_XDIST_WORKER")
+            or config.option.numprocesses is not None or config.getoption("usepdb", False)
+            or config.args_source != pytest.Config.ArgsSource.TESTPATHS):
+        return
+    config.option.numprocesses = os.environ.get("KEP_TEST_WORKERS", "auto")
+    if config.option.numprocesses.isdigit():
+        config.option.numprocesses = int(config.option.numprocesses)
+    if config.option.dist == "no":
+        config.option.dist = "loadgroup"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(SESSION_HOME, ignore_errors=True)
 
 KEY_VARS = (
     "OPENAI_API_KEY",

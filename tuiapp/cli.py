@@ -1,5 +1,5 @@
 """argv → one of: tui | run | functions | call | new | init | trust | mcp | sessions | config |
-rules.
+rules | sandbox | help.
 
 Every flag of every subcommand is declared here (one place for the CLI contract); the work is
 done by tuiapp.commands.<name>.main(args), imported only when that subcommand runs so that
@@ -87,7 +87,7 @@ def _session_flags(p: argparse.ArgumentParser, top: bool = False) -> None:
 
 
 COMMANDS = ("run", "functions", "call", "new", "init", "trust", "mcp", "sessions", "config",
-            "rules", "sandbox")
+            "rules", "sandbox", "help")
 
 
 class _Retry(Exception):
@@ -258,6 +258,8 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     _common(s)
     s.add_argument("tool", metavar="TOOL")
     s.add_argument("arguments", nargs="?", default="{}", metavar="JSON")
+    p = sub.add_parser("help", help="the documentation's topics, or one of them (also F1 in kep)")
+    p.add_argument("topic", nargs="*", metavar="TOPIC", help="a topic, or words to look for")
     return parser
 
 

@@ -15,6 +15,7 @@ import asyncio
 import base64
 import os
 import sys
+import time
 from typing import Any
 
 import mcp.types as types
@@ -144,7 +145,18 @@ async def main() -> None:
     p.add_argument("--crash-on-start", action="store_true")
     p.add_argument("--hang-on-start", action="store_true")
     p.add_argument("--stderr-flood", type=int, default=0)
+    # Once listed, close stdout, then exit with status 5 a moment later, saying nothing: the
+    # end of its output comes before its exit status does.
+    p.add_argument("--quiet-exit", type=float, default=0)
     opts = p.parse_args()
+    if opts.quiet_exit:
+        def later() -> None:
+            os.close(1)
+            time.sleep(0.5)
+            os._exit(5)
+
+        loop = asyncio.get_running_loop()
+        loop.call_later(opts.quiet_exit, lambda: loop.run_in_executor(None, later))
     if opts.stderr_flood:
         sys.stderr.write("e" * opts.stderr_flood + "\nflood over\n")
         sys.stderr.flush()

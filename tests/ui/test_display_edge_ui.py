@@ -64,7 +64,8 @@ async def test_model_text_tool_names_and_output_reach_the_screen_only_as_symbols
          TextDelta("\nend"), *calls, StreamEnd("tool_use")],
         [TextDelta("after the tools"), StreamEnd("end_turn")]])
     app = app_for(_project(tmp_path / "proj"), provider=provider)
-    async with app.run_test(size=(160, 50)) as pilot:
+    # Wide enough for the chat (60 columns), the functions panel and the panes side by side.
+    async with app.run_test(size=(200, 50)) as pilot:
         await send(pilot, "go")
         await wait_idle(pilot)
         await pilot.press("ctrl+f")  # the functions panel, with the broken file's name

@@ -87,3 +87,30 @@ async def test_an_mcp_servers_resources_and_prompts_show_in_the_functions_panel(
     finally:
         proc.kill()
         proc.wait(10)
+
+
+async def test_a_failed_server_says_so_once_in_one_short_line(tmp_path: Path) -> None:
+    """Its toast came back on every start and filled a 20×6 screen: now once per failure,
+    one short line; the functions panel keeps the whole reason."""
+    proj = make_project(tmp_path / "proj")
+    (proj / "kep.toml").write_text(
+        "[tools]\nbuiltins = false\n\n[mcp.servers.broken]\n"
+        f'command = "{sys.executable}"\nargs = ["{FAKE}", "--crash-on-start"]\n')
+
+    def toasts(app: object) -> list[str]:
+        return [str(n.message) for n in app._notifications  # type: ignore[attr-defined]
+                if "MCP server broken" in str(n.message)]
+
+    for run, size in ((1, (20, 6)), (2, (120, 40))):
+        app = app_for(proj)
+        async with app.run_test(size=size) as pilot:
+            await until(pilot, lambda a=app: a.ws.mcp is not None
+                        and a.ws.mcp.states()["broken"].status == "failed", timeout=30,
+                        what="the server to fail")
+            await pilot.pause(0.2)
+            if run == 1:
+                [toast] = toasts(app)
+                assert "\n" not in toast and len(toast) <= 110, toast
+            else:
+                assert toasts(app) == []  # the same failure again: said already
+                assert "FAKE_TOKEN" in app.functions.servers["broken"][1]

@@ -12,6 +12,7 @@ from pathlib import Path
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from tuiapp.ui.themes import register_themes
 from tuiapp.ui.widgets.functions_panel import FunctionsPanel
@@ -39,6 +40,9 @@ class PanelsApp(App[None]):
     def on_mount(self) -> None:
         register_themes(self)
         self.theme = self._theme_name
+        # The focused filter's cursor would blink: a snapshot must not depend on when it is taken.
+        for box in self.query(Input):
+            box.cursor_blink = False
         self.query_one(FunctionsPanel).update_entries([
             ToolSpec("shout", "Upper-case a file", {}, "keprompt",
                      str(ROOT / "prompts/functions/shout")),
@@ -58,6 +62,14 @@ async def _stream_tool(pilot: Pilot[None]) -> None:
     for i in range(40):
         panes.handle(ToolOutput("c2", "stdout", f"LINE {i} OF NOTES.TXT\n"))
     panes.handle(ToolOutput("c2", "stderr", "shout: warning: line 41 is empty\n"))
+    # Output is drawn in batches: wait for all of it (two pauses were not always enough on a
+    # loaded machine, and the snapshot caught a half-drawn pane).
+    pane = panes.pane("c2")
+    assert pane is not None
+    for _ in range(250):
+        if len(pane.output.lines()) >= 41:
+            break
+        await pilot.pause(0.02)
     await pilot.pause()
     await pilot.pause()
 

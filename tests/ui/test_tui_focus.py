@@ -46,6 +46,7 @@ async def test_closing_the_output_viewer_gives_the_prompt_the_keyboard(proj: Pat
         panes.query(OutputLog).last().focus()
         await pilot.pause()
         assert panes.has_focus_within and panes.styles.outline.top[0] != ""
+        await pilot.pause(0.6)  # (a letter right after a focus change is typing: ui/focus.py)
         await pilot.press("o")  # a pane's own key keeps its meaning
         await until(pilot, lambda: isinstance(app.screen, OutputViewer), what="the viewer")
         await pilot.press("escape")
@@ -100,6 +101,25 @@ async def test_screenshot_says_where_it_went_or_why_not(proj: Path, tmp_path: Pa
         app.action_screenshot(path=str(blocker))
         await pilot.pause()
         assert any("Screenshot not saved" in str(n.message) for n in app._notifications)
+
+
+async def test_the_palette_screenshot_entry_falls_back_without_downloads(proj: Path) -> None:
+    """Textual's palette entry calls deliver_screenshot directly: the fallback must be there."""
+    from textual.app import SystemCommand
+
+    from tuiapp.settings import paths
+
+    app = app_for(proj)
+    async with app.run_test(size=(80, 24)) as pilot:
+        entries = {c.title: c for c in app.get_system_commands(app.screen)
+                   if isinstance(c, SystemCommand)}
+        entries["Screenshot"].callback()
+        folder = paths.data_dir() / "screenshots"
+        await until(pilot, lambda: list(folder.glob("*.svg")), what="the screenshot")
+        (shot,) = folder.glob("*.svg")
+        await until(pilot, lambda: any(str(shot) in str(n.message)
+                                       for n in app._notifications), what="the toast")
+        assert not any("Failed" in str(n.message) for n in app._notifications)
 
 
 async def test_copy_last_reply_as_markdown_with_a_toast(proj: Path) -> None:

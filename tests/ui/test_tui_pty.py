@@ -17,6 +17,8 @@ from conftest import kep_env
 from tui_helpers import make_project
 
 ROWS, COLS = 40, 120
+# A real kep in a terminal: these share one parallel worker (conftest.py), never two at once.
+pytestmark = pytest.mark.xdist_group("pty")
 
 
 class Terminal:

@@ -224,6 +224,7 @@ async def test_enter_on_a_broken_tool_and_the_check_from_the_panel(proj: Path) -
         assert "JSON" in str(status.render()) or "array" in str(status.render())
         assert "fix:" in str(status.render())
         listing.focus()
+        await pilot.pause(0.6)  # (a letter right after a focus change is typing: ui/focus.py)
         await pilot.press("c")  # the check, from the panel
         summary = app.functions.query_one(".functions-panel--summary", Static)
         await until(pilot, lambda: "check:" in str(summary.render()), what="the check")

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
-from conftest import KEP, kep_env
+from conftest import KEP, PYCACHE, kep_env
 from tools_testutil import one_def, sh_tool
 
 from tuiapp.settings import paths
@@ -25,7 +24,7 @@ GREET = (
 # otherwise every `kep` start here recompiles the whole package.
 ENV = kep_env(
     PYTHONDONTWRITEBYTECODE="",
-    PYTHONPYCACHEPREFIX=os.path.join(tempfile.gettempdir(), "kep-test-pycache"),
+    PYTHONPYCACHEPREFIX=PYCACHE,
 )
 
 

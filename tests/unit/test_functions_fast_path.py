@@ -8,19 +8,18 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
-from conftest import KEP, kep_env, write_tool
+from conftest import KEP, PYCACHE, kep_env, write_tool
 from tools_testutil import PY, wait_gone
 
 from tuiapp import __version__
 
 ENV = kep_env(
     PYTHONDONTWRITEBYTECODE="",
-    PYTHONPYCACHEPREFIX=os.path.join(tempfile.gettempdir(), "kep-test-pycache"),
+    PYTHONPYCACHEPREFIX=PYCACHE,
 )
 PLAIN = {"type": "object", "properties": {"text": {"type": "string", "minLength": 1}},
          "required": ["text"], "additionalProperties": False}

@@ -209,6 +209,17 @@ async def test_list_changed_refreshes_the_tools(start) -> None:
     assert (await call(manager, "fake_extra")).result == "extra ran"
 
 
+async def test_a_server_that_ends_quietly_still_says_its_exit_status(start) -> None:
+    """Its output closes half a second before it exits (status 5), with nothing on stderr:
+    the state says the status, not just "no stderr output"."""
+    manager, _ = await start(fake("fake", "--quiet-exit", "0.5"))
+    for _ in range(400):
+        if manager.states()["fake"].status == "exited":
+            break
+        await asyncio.sleep(0.02)
+    assert manager.states()["fake"].describe() == "exited (exit status 5, no stderr output)"
+
+
 async def test_prefix_can_be_dropped(start) -> None:
     _, sink = await start(fake(), mcp_prefix=False)
     assert "echo" in sink.names("mcp:fake") and "get_thing" in sink.names("mcp:fake")

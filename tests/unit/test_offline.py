@@ -147,3 +147,15 @@ async def test_the_summary_covers_every_result() -> None:
     text = "".join(i.text for i in await collect(history) if isinstance(i, TextDelta))
     assert "3 calls: 2 finished ok, 1 not." in text
     assert text.index("alpha") < text.index("beta") < text.index("**shout** was not run")
+
+
+def test_the_summary_of_a_capped_output_gives_the_whole_size() -> None:
+    """19.8 MB printed, 64 KiB sent to the model: the summary says 19,800,000 bytes, not the
+    size of what was kept."""
+    from tuiapp.providers.offline import summarise_results
+    from tuiapp.tools.call_output import cap_text
+    from tuiapp.vocab.messages import Message
+
+    body = cap_text("line of output\n" * 1_320_000, 64 * 1024, "")
+    text = summarise_results([Message("tool", body, tool_call_id="c1", name="flood")])
+    assert "19,800,000 bytes" in text and f"{len(body.encode()):,} bytes" not in text

@@ -1,6 +1,7 @@
 """Argument rules see what the tool will get: a corpus of spellings a model can use to slip a
 command past a `deny` rule, each of which must be denied; allow rules that no spelling widens;
-and the README's own example rules, read from README.md, against hostile calls."""
+and the documentation's own example rules, read from its pages (tuiapp/docs), against hostile
+calls."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from tuiapp.settings.config_types import ApprovalConfig
 from tuiapp.vocab.messages import ToolCall
 from tuiapp.vocab.tool_specs import ToolSpec
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+# The pages with the example rules: "Approval rules" and the configuration reference.
+DOCS = [Path(__file__).resolve().parents[2] / "tuiapp" / "docs" / f"{name}.md"
+        for name in ("approval", "config")]
 
 # A tool whose schema splits a command over two parameters, as llm-functions' run_command does.
 SPEC = ToolSpec("execcmd", "", {"type": "object", "properties": {
@@ -134,15 +137,15 @@ def test_allow_rules_still_allow_what_they_describe() -> None:
     assert action(approval(ALLOW_LS), r'{"cmd": "l\u0073"}') == "allow"  # decoded: "ls"
 
 
-# ---- the README's example rules -------------------------------------------------------------
+# ---- the docs' example rules ----------------------------------------------------------------
 
 
 def readme_rules() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The rules of the "Approval rules" example and of the configuration reference."""
-    text = README.read_text()
+    text = "\n".join(page.read_text(encoding="utf-8") for page in DOCS)
     blocks = re.findall(r"```toml\n(.*?)```", text, re.S)
     examples = [tomllib.loads(b) for b in blocks if "[[approval.rules]]" in b]
-    assert len(examples) >= 2, "README lost its approval examples"
+    assert len(examples) >= 2, "the docs lost their approval examples"
     rules = [r for ex in examples for r in ex.get("approval", {}).get("rules", [])]
     return [r for r in rules if r["action"] == "deny"], [r for r in rules if r["action"] != "deny"]
 

@@ -162,6 +162,19 @@ async def test_chmod_x_is_noticed_although_mtime_stays(project: Path) -> None:
     assert change.added == ("t",) and change.recovered == (str(tool),)
 
 
+async def test_deleting_a_broken_file_is_a_change(project: Path) -> None:
+    """`kep functions --watch` said nothing when a broken file went away: it is a change."""
+    fn = project / "prompts" / "functions"
+    tool = sh_tool(fn / "t", one_def("t"))
+    tool.chmod(0o644)
+    reg = Registry(make_config(project))
+    await reg.refresh()
+    assert reg.broken
+    tool.unlink()
+    change = await reg.refresh()
+    assert change.removed == (str(tool),) and not reg.broken and not change.is_empty()
+
+
 async def test_incremental_refresh_redeclares_given_paths(project: Path, tmp_path: Path) -> None:
     fn = project / "prompts" / "functions"
     counter = tmp_path / "count"

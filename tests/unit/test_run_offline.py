@@ -35,8 +35,11 @@ def test_ask_is_denied_without_tty_unless_yes(project: Path) -> None:
     write_tool(project / "prompts/functions/shout", SHOUT)
     (project / "notes.txt").write_text("hello")
     out = run(project, "--model", "offline", "shout notes.txt")
-    assert out.returncode == 0
+    # Not a success, and nobody is said to have denied it: no one was there to ask.
+    assert out.returncode == 1
     assert "was not run" in out.stdout and not (project / "ran.marker").exists()
+    assert "not run: no one is there to approve it (no TTY)" in out.stderr
+    assert "the user denied" not in out.stdout + out.stderr
     out = run(project, "--model", "offline", "--yes", "shout notes.txt")
     assert "HELLO" in out.stdout and (project / "ran.marker").exists()
 

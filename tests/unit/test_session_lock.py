@@ -233,6 +233,10 @@ def test_a_session_open_in_a_live_kep_is_not_deleted_or_pruned(proj: Path) -> No
     try:
         res = kep("sessions", "delete", sid, cwd=proj)
         assert res.returncode == 1 and f"pid {p.pid}" in res.stderr and "not deleted" in res.stderr
+        # The dry run says what the real prune will do: skip it, not list it as doomed.
+        res = kep("sessions", "prune", "--older-than", "0m", "--dry-run", cwd=proj)
+        assert res.returncode == 0 and "would not be deleted" in res.stderr, res.stderr
+        assert f"pid {p.pid}" in res.stderr and "would delete" not in res.stdout
         res = kep("sessions", "prune", "--older-than", "0m", cwd=proj)
         assert res.returncode == 0 and "not deleted" in res.stderr, res.stderr
         assert [s.id for s in store.list_sessions(proj)] == [sid]

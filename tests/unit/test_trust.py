@@ -10,11 +10,10 @@ import argparse
 import json
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import KEP, REPO, kep_env
+from conftest import KEP, PYCACHE, REPO, kep_env
 from fakes import hostile_checkout as hostile
 
 from tuiapp.commands._common import load_config
@@ -25,8 +24,6 @@ from tuiapp.project.workspace import Workspace
 from tuiapp.security import trust
 from tuiapp.security.display import foreign
 from tuiapp.settings import config_writer
-
-PYCACHE = os.path.join(tempfile.gettempdir(), "kep-test-pycache")
 
 
 @pytest.fixture

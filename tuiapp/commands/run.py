@@ -50,6 +50,7 @@ class Printer:
     def __init__(self, as_json: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
         self.as_json, self.out, self.err = as_json, out, err
         self.failed = False
+        self.interactive = True  # set by main: questions are asked on the terminal
         self._at_line_start = True
         self._reply_text = StreamPrintable()  # the display edge (core.display)
         self._queued: set[str] = set()  # calls waiting for a slot ([tools] max_parallel)
@@ -59,6 +60,9 @@ class Printer:
             self.failed = True
         if isinstance(event, ProviderError):
             self.failed = True
+        if isinstance(event, ToolCallDecided) and event.decision == "ask" and (
+                event.approved is False and not self.interactive):
+            self.failed = True  # a call that needed asking, with no one to ask: not a success
         if self.as_json:
             self.out.write(json_printable(json.dumps(event.to_json(), ensure_ascii=False)) + "\n")
             self.out.flush()
@@ -87,6 +91,9 @@ class Printer:
         elif isinstance(event, ToolCallDecided) and event.decision == "deny":
             said = f"{event.message} " if event.message else ""
             self._note(f"  denied: {said}({event.rule})" if said else f"  denied: {event.rule}")
+        elif (isinstance(event, ToolCallDecided) and event.decision == "ask"
+              and event.approved is False):
+            self._note(f"  not run: {event.reason}" if event.reason else "  denied by you")
         elif isinstance(event, ToolFinished):
             code = "" if event.exit_code is None else f"exit {event.exit_code}, "
             self._note(f"{STATUS_MARK.get(event.status, '?')} {event.name} {event.status} "
@@ -249,6 +256,7 @@ def main(args: argparse.Namespace) -> int:
 
     session_admin.remember_open(ws.root, session_id)  # `--continue` goes on from here
     printer = Printer(args.json)
+    printer.interactive = interactive or bool(args.yes)
     recorder = SessionRecorder(store, session_id)
 
     def emit(event: Event) -> None:

@@ -91,10 +91,12 @@ def _delete(store: Store, args: argparse.Namespace, action: str) -> int:
             fail(str(e))
         doomed = session_admin.older_than(store, age, None if args.all else project_root(args))
         dry = args.dry_run
-    refused = {} if dry else session_admin.delete(store, [s.id for s in doomed])
+    ids = [s.id for s in doomed]
+    refused = session_admin.in_use(store, ids) if dry else session_admin.delete(store, ids)
     for s in doomed:
         if s.id in refused:
-            print(f"kep: {refused[s.id]}; not deleted", file=sys.stderr)
+            print(f"kep: {refused[s.id]}; {'would not be' if dry else 'not'} deleted",
+                  file=sys.stderr)
             continue
         print(f"{'would delete' if dry else 'deleted'} {s.id}  {transcript.when(s.updated)}  "
               f"{_title(s)}")

@@ -59,7 +59,8 @@ class Executor(Protocol):
 
 
 async def deny_all(call: ToolCall, spec: ToolSpec, verdict: policy.Verdict) -> Approval:
-    return Approval(False, "no one is there to approve it (no TTY); run with --yes to allow")
+    return Approval(False, "no one is there to approve it (no TTY); run with --yes to allow",
+                    unattended=True)
 
 
 async def allow_all(call: ToolCall, spec: ToolSpec, verdict: policy.Verdict) -> Approval:

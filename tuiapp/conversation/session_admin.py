@@ -57,6 +57,24 @@ def delete(store: Store, session_ids: list[str]) -> dict[str, str]:
     return refused
 
 
+def in_use(store: Store, session_ids: list[str]) -> dict[str, str]:
+    """The sessions of these that another live kep is writing, {id: why}: what `delete`
+    would refuse (a dry run says the same as the real one)."""
+    from tuiapp.conversation import session_lock
+
+    busy: dict[str, str] = {}
+    for sid in session_ids:
+        if session_lock.holds(store, sid):
+            continue
+        try:
+            session_lock.acquire(store, sid)
+        except StoreError as e:
+            busy[sid] = str(e)
+        else:
+            session_lock.release(store, sid)
+    return busy
+
+
 def older_than(store: Store, age_seconds: float, project_root: Path | None) -> list[SessionInfo]:
     """Sessions (of one project, or of all when None) not updated for `age_seconds`."""
     cutoff = time.time() - age_seconds

@@ -126,11 +126,11 @@ class ServerConnection:
         # Shown in error lines: a server that prints its token must not put it on screen.
         return secrets.scrub_error("\n".join(kept[-lines:]), secrets.collect(self._config()))
 
-    def exit_reason(self, lines: int = 3) -> str:
+    async def exit_reason(self, lines: int = 3) -> str:
         """"exit status 3: last | stderr | lines" (or the signal), as far as known."""
-        ended = startup.exit_description(self._log_tail())
-        tail = self.stderr_tail(lines).replace("\n", " | ")
-        return ": ".join(p for p in (ended, tail) if p) or "no stderr output"
+        await startup.exit_noted(self._log_tail)  # its output can close before it exits
+        return startup.ended_with(self._log_tail(), self.stderr_tail(lines))
+
 
     # ---- the connection task ------------------------------------------------------------
 
@@ -189,7 +189,7 @@ class ServerConnection:
                         self.set_state("ready")
             run.client = None
         if run.ended and not run.stopping:
-            reason = self.exit_reason()
+            reason = await self.exit_reason()
             names = ", ".join(sorted(self.specs)) or "none"
             self._publish([BrokenTool(
                 source_key(self.name), "mcp",

@@ -10,6 +10,7 @@ import contextlib
 import os
 import shutil
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 EXIT_MARK = "# kep: exit status "
@@ -49,6 +50,25 @@ def exit_description(log_text: str) -> str:
                 return f"killed by signal {code - 128}{name}"
             return f"exit status {code}"
     return ""
+
+
+def ended_with(log_text: str, stderr_tail: str) -> str:
+    """"exit status 3: last | stderr | lines", "killed by signal 9 (SIGKILL), no stderr
+    output", "exit status unknown, no stderr output"."""
+    ended = exit_description(log_text)
+    tail = stderr_tail.replace("\n", " | ")
+    if not tail:
+        return f"{ended or 'exit status unknown'}, no stderr output"
+    return ": ".join(p for p in (ended, tail) if p)
+
+
+async def exit_noted(log_tail: Callable[[], str], timeout: float = 2.0) -> None:
+    """Until the wrapper has noted how the server ended (its output can close before it
+    exits), for at most `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not exit_description(log_tail()) and loop.time() < deadline:
+        await asyncio.sleep(0.05)
 
 
 STOP_GRACE = 6.0  # seconds: the SDK's own shutdown escalation takes up to about 4

@@ -215,16 +215,24 @@ def _json(args: dict[str, Any]) -> str:
     return json.dumps(args, ensure_ascii=False)
 
 
+# The runner's note in a capped result (tools.call_output): "N bytes omitted of TOTAL".
+TRUNCATED = re.compile(r"\[… output truncated: (\d+) bytes omitted of (\d+)")
+
+
 def summarise_results(results: list[Message]) -> str:
     parts = []
     for m in results:
         body = m.content
         lines = body.splitlines()
         size = len(body.encode())
-        if m.is_error and body.startswith(("the user denied", "denied by policy")):
+        if m.is_error and body.startswith(("the user denied", "denied by policy", "not run")):
             head = f"**{m.name}** was not run."
         elif m.is_error:
             head = f"**{m.name}** failed."
+        elif cut := TRUNCATED.search(body):
+            # The model got the head and the tail: the size is the whole output's.
+            head = (f"**{m.name}** finished ok (exit 0): {int(cut.group(2)):,} bytes "
+                    f"({int(cut.group(1)):,} of them left out of what the model got).")
         else:
             n = len(lines)
             head = f"**{m.name}** finished ok (exit 0): {size:,} bytes, {n:,} line{'s' * (n != 1)}."

@@ -36,6 +36,7 @@ class Approval:
     approved: bool
     reason: str = ""
     arguments: dict[str, Any] | None = None  # edited arguments, already validated by the UI
+    unattended: bool = False  # no one was there to ask (`kep run` without a TTY): not a "no"
 
 
 class HookAnswer(Protocol):
@@ -127,8 +128,8 @@ async def clear(
                              answer.arguments if answer.arguments is not None else edited(),
                              rule_file=verdict.file, rule_line=verdict.line))
         if not answer.approved:
-            why = f"the user denied this call: {answer.reason}" if answer.reason else (
-                "the user denied this call")
+            who = "not run, no one was asked" if answer.unattended else "the user denied this call"
+            why = f"{who}: {answer.reason}" if answer.reason else who
             return Refused("denied", why)
         if answer.arguments is not None and answer.arguments != call.arguments:
             call = ToolCall(call.id, call.name, answer.arguments,

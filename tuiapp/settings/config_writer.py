@@ -1,5 +1,6 @@
-"""Writing config files: atomically through tomli_w (imported lazily, off the startup path),
-remembering what kep wrote itself so hot reload can tell its own writes apart; and `masked`,
+"""Writing config files: edited in place, keeping the user's comments and layout, and atomically
+(toml_write; its libraries imported lazily, off the startup path),
+remembering what kep wrote itself so hot reload can tell its own writes apart.
 config data with its secrets hidden, for showing it.
 """
 
@@ -9,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tuiapp.settings.config_reader import read_toml
+from tuiapp.settings.config_reader import read_regular, read_toml
 from tuiapp.settings.config_types import Action, Rule
 
 # (path, size, mtime_ns) of the files kep itself wrote last, so hot reload can tell them apart.
@@ -34,11 +35,16 @@ def written_by_kep(files: tuple[Path, ...]) -> bool:
     return _OWN_WRITES.get(newest) == key
 
 
-def write_toml_atomic(path: Path, data: Mapping[str, Any]) -> Path:
-    """Atomically, keeping the mode, through a symlink (see toml_write)."""
+def write_toml_atomic(path: Path, data: Mapping[str, Any], edit: Any = None) -> Path:
+    """Atomically, keeping the mode, through a symlink (see toml_write). With `edit` (text →
+    text), the file's own text is edited so its comments and layout stay; `data` is what it
+    must read as afterwards."""
     from tuiapp.settings import toml_write
 
-    written = toml_write.write_atomic(path, toml_write.dumps(data))
+    text = None
+    if edit is not None and (raw := read_regular(path)) is not None:
+        text = toml_write.edited(raw.decode("utf-8"), edit, data)
+    written = toml_write.write_atomic(path, text if text is not None else toml_write.dumps(data))
     if (key := _stat_key(path)) is not None:
         _OWN_WRITES[path] = key
     return written
@@ -76,7 +82,9 @@ def add_rule(file: Path, tool_regex: str, action: Action, args_regex: str | None
     approval = dict(data.get("approval", {}))
     approval["rules"] = [rule, *approval.get("rules", [])]
     data["approval"] = approval
-    write_toml_atomic(file, data)
+    from tuiapp.settings import toml_write
+
+    write_toml_atomic(file, data, lambda text: toml_write.with_rule_first(text, rule))
     return Rule(tool_regex, action, args_regex, f"{file.name} rule 1", modes=modes)
 
 
@@ -84,4 +92,6 @@ def set_value(file: Path, key: str, value: Any) -> None:
     """Set a top-level key (e.g. theme, model) in a TOML file, atomically."""
     data = read_toml(file)
     data[key] = value
-    write_toml_atomic(file, data)
+    from tuiapp.settings import toml_write
+
+    write_toml_atomic(file, data, lambda text: toml_write.with_value(text, key, value))

@@ -1,5 +1,9 @@
 """Writing kep's TOML files (a theme choice, an "always" rule): readable and safe.
 
+- An edit of an existing file changes only what it must: comments, blank lines, key order
+  and quoting stay as the user wrote them (tomlkit, a round-trip TOML library; rewriting from
+  parsed data would drop every comment). The edited text is parsed back and compared with
+  the intended data; a shape the edit cannot express is written whole instead (`dumps`).
 - Approval rules come out as the README shows them, one `[[approval.rules]]` table each
   (tomli_w alone would write them as one inline array).
 - The write is atomic (a temp file beside the target, then a rename), keeps the file's mode,
@@ -41,6 +45,76 @@ def dumps(data: Mapping[str, Any]) -> str:
     if tomllib.loads(text) != tomllib.loads(tomli_w.dumps(dict(data))):
         return tomli_w.dumps(dict(data))  # a shape this layout cannot hold: plain and right
     return text
+
+
+def with_rule_first(text: str, rule: Mapping[str, Any]) -> str | None:
+    """`text` with `rule` put first among its approval rules, everything else kept as it
+    was; None when the file's shape does not allow an edit in place."""
+    import tomlkit
+    from tomlkit.items import AoT, Array, InlineTable, Table
+
+    doc = tomlkit.parse(text)
+    approval = doc.get("approval")
+    if approval is None:
+        approval = tomlkit.table(is_super_table=True)
+        doc.append("approval", approval)
+    if not isinstance(approval, Table | InlineTable):
+        return None
+    rules = approval.get("rules")
+    if isinstance(rules, AoT):
+        table = tomlkit.table()
+        table.update(rule)
+        table.add(tomlkit.nl())  # a blank line before the rule that was first
+        rules.insert(0, table)
+    elif isinstance(rules, Array):
+        inline = tomlkit.inline_table()
+        inline.update(rule)
+        rules.insert(0, inline)
+    elif rules is not None:
+        return None
+    elif isinstance(approval, InlineTable):
+        inline = tomlkit.inline_table()
+        inline.update(rule)
+        approval["rules"] = [inline]
+    else:
+        table = tomlkit.table()
+        table.update(rule)
+        approval.append("rules", tomlkit.aot())
+        approval["rules"].append(table)
+    return tomlkit.dumps(doc)
+
+
+def with_value(text: str, key: str, value: Any) -> str | None:
+    """`text` with the top-level `key` set to `value`: in place when it is there, else after
+    the last top-level key before the first table (a new key at the end would land inside
+    the last table)."""
+    import tomlkit
+    from tomlkit.items import AoT, Table
+
+    doc = tomlkit.parse(text)
+    if key in doc:
+        doc[key] = value
+        return tomlkit.dumps(doc)
+    at = 0
+    for i, (k, item) in enumerate(doc.body):
+        if isinstance(item, Table | AoT):
+            break
+        if k is not None:
+            at = i + 1
+    doc._insert_at(at, key, value)  # (tomlkit has no public insert at a position)
+    return tomlkit.dumps(doc)
+
+
+def edited(text: str, edit: Any, want: Mapping[str, Any]) -> str:
+    """The text `edit` makes of `text` when it parses back to `want`; otherwise (an edit
+    tomlkit cannot make, or one that reads differently) `want` written whole."""
+    try:
+        out = edit(text)
+        if out is not None and tomllib.loads(out) == want:
+            return out
+    except Exception:  # tomlkit on an odd file: the plain writer is always right
+        pass
+    return dumps(want)
 
 
 def _umask() -> int:

@@ -391,7 +391,9 @@ class Registry:
                     if self._tools[n] != old_tools[n] or self._tools[n].run != old_tools[n].run
                 )
             ),
-            removed=tuple(sorted(old_tools.keys() - self._tools.keys())),
+            # Tools gone, and broken files gone (a deleted broken file is a change too).
+            removed=tuple(sorted(old_tools.keys() - self._tools.keys())) + tuple(sorted(
+                s for s in old_broken - new_broken - sources if not s.startswith("mcp:"))),
             broken=tuple(sorted(new_broken - old_broken)),
             recovered=tuple(sorted((old_broken - new_broken) & sources)),
         )

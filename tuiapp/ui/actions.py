@@ -17,6 +17,7 @@ from tuiapp.providers import ModelError, resolve_model
 from tuiapp.security import trust
 from tuiapp.settings import config_types, config_writer, paths
 from tuiapp.ui import commands
+from tuiapp.ui.focus import focus_now
 from tuiapp.ui.literal import literal, say
 from tuiapp.ui.themes import save_theme_choice
 from tuiapp.ui.widgets.prompt_input import PromptInput
@@ -155,7 +156,7 @@ class SessionActions(App[int]):
                 prompt.prompt_history.add(m.content)
         if history:
             await self.show_session_history()
-        prompt.focus()
+        focus_now(prompt)
 
     def session_usage(self, session_id: str | None) -> Usage:
         """What a resumed session had used: its token counter goes on from there."""
@@ -338,8 +339,24 @@ class SessionActions(App[int]):
             name: (s.status, s.summary() if s.status == "ready" else s.reason)
             for name, s in self.ws.mcp.states().items()})
         if state.status == "failed":
-            self.notify(say("MCP server {} failed: {}", state.name, state.reason), title="MCP",
-                        severity="error", timeout=10)
+            self._mcp_failed_toast(state)
+
+    def _mcp_failed_toast(self, state: ServerState) -> None:
+        """Once per failure: the same server failing the same way at the next start says
+        nothing (the functions panel keeps the state and the whole reason), and the toast is
+        one short line, so it never fills a small screen."""
+        import hashlib
+
+        from tuiapp.conversation import project_marks
+
+        kind = "mcp-failed-" + hashlib.sha256(state.name.encode()).hexdigest()[:16]
+        if project_marks.get(kind, self.ws.root) == state.reason:
+            return
+        project_marks.put(kind, self.ws.root, state.reason)
+        reason = (state.reason.splitlines() or [""])[0]
+        reason = reason if len(reason) <= 60 else reason[:59] + "…"
+        self.notify(say("MCP server {} failed: {} (ctrl+f: details)", state.name, reason),
+                    title="MCP", severity="error", timeout=10)
 
     def restart_mcp_server(self, name: str) -> None:
         if self.ws.mcp is None:

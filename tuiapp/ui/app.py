@@ -33,6 +33,7 @@ from tuiapp.ui.approval_routing import ApprovalRouting
 from tuiapp.ui.bridge import ApprovalBroker, EventBridge
 from tuiapp.ui.chat_screen import ChatScreen
 from tuiapp.ui.conversation_routing import ConversationRouting
+from tuiapp.ui.focus import focus_now
 from tuiapp.ui.literal import literal, say
 from tuiapp.ui.mode_actions import ModeActions
 from tuiapp.ui.model_options import ModelOptionActions
@@ -78,6 +79,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         Binding("ctrl+b", "toggle_thinking", "thinking", show=False),
         Binding("ctrl+s", "switch_mode", "approval mode", show=False),
         Binding("alt+r", "show_rules", "approval rules", show=False),
+        Binding("f1", "help", "help", show=False),
     ]
 
     def __init__(self, ws: Workspace, *, model: str, store: Store | None, session_id: str | None,
@@ -289,23 +291,32 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         self.copy_to_clipboard(replies[-1].text)
 
     def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
-        """Textual's "Save screenshot", but it always says where the file went, or why not:
-        into Downloads when that folder exists, else kep's data folder."""
+        self.deliver_screenshot(filename, path)
+
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """Textual's "Screenshot" (its palette entry and action both end here), but it always
+        says where the file went, or why not: into Downloads when that folder exists, else
+        kep's data folder. (Textual's own delivery saves to Downloads even when there is none,
+        and says only "Failed".)"""
         from platformdirs import user_downloads_path
+        from textual._files import generate_datetime_filename
 
         from tuiapp.settings import paths
 
         if path is None:
             downloads = user_downloads_path()
             path = str(downloads if downloads.is_dir() else paths.data_dir() / "screenshots")
+        name = filename or generate_datetime_filename(self.title, ".svg", time_format)
         try:
             Path(path).mkdir(parents=True, exist_ok=True)
-            saved = self.save_screenshot(filename, path)
+            saved = self.save_screenshot(name, path)
         except OSError as e:
             self.notify(say("Screenshot not saved: {}: {}", path, e.strerror or e),
                         title="Screenshot", severity="error", timeout=10)
-            return
+            return None
         self.notify(say("Saved {}", saved), title="Screenshot")
+        return saved
 
     async def action_show_welcome(self) -> None:
         if self._welcome():
@@ -329,11 +340,37 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
     # ---- panes and palette --------------------------------------------------------------
 
     def action_toggle_panes(self) -> None:
-        self.panes.toggle_class("-hidden")
-        self._panes_hidden_by_user = self.panes.has_class("-hidden")
+        """Opening the panes gives the newest pane the keyboard (its letter keys wait a
+        moment: ui/focus.py); closing them while they have it gives it back to the prompt."""
+        panes = self.panes
+        had_keyboard = panes.has_focus_within
+        panes.toggle_class("-hidden")
+        self._panes_hidden_by_user = panes.has_class("-hidden")
+        self.fit_panels()
+        if self._panes_hidden_by_user:
+            if had_keyboard:
+                focus_now(self.query_one(PromptInput))
+        elif logs := panes.query("OutputLog"):
+            focus_now(logs.last())
 
     def action_toggle_functions(self) -> None:
-        self.functions.toggle_class("-hidden")
+        """Ctrl+F opens the functions panel with the keyboard in its filter (so `/word`
+        filters, never reaching the model); with the panel open elsewhere it takes the
+        keyboard; with the keyboard in it, it closes."""
+        panel = self.functions
+        if panel.has_class("-hidden") or not panel.has_focus_within:
+            panel.remove_class("-hidden")
+            panel.action_filter()
+        else:
+            panel.add_class("-hidden")
+            focus_now(self.query_one(PromptInput))
+        self.fit_panels()
+
+    def action_help(self, topic: str = "overview") -> None:
+        from tuiapp.ui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(topic))
 
     def action_reload_tools(self) -> None:
         self.refresh_tools()

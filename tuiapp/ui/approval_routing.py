@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from textual.app import App
 
 from tuiapp.security.grants import Grant, Scope, describe_call
+from tuiapp.ui.focus import focus_now
 from tuiapp.ui.messages import ApprovalRequested
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.transcript import Transcript
@@ -46,7 +47,7 @@ class ApprovalRouting(App[int]):
         self.approval.push(req)
         self.set_state("approval")
         if not self.approval.has_focus_within and not self._prompt_in_use():
-            self.approval.focus()
+            focus_now(self.approval)
 
     def _prompt_in_use(self) -> bool:
         """The user is writing in the message box (it has the keyboard and some text): a
@@ -57,11 +58,11 @@ class ApprovalRouting(App[int]):
 
     def on_approval_panel_typed(self, message: ApprovalPanel.Typed) -> None:
         prompt = self.query_one(PromptInput)
-        prompt.focus()
+        focus_now(prompt)
         prompt.insert(message.text)
 
     def on_approval_panel_leave(self) -> None:
-        self.query_one(PromptInput).focus()
+        focus_now(self.query_one(PromptInput))
 
     def on_approval_panel_answered_all(self, message: ApprovalPanel.AnsweredAll) -> None:
         # Requests of the same reply that reached the panel meanwhile get the same answer.
@@ -71,7 +72,7 @@ class ApprovalRouting(App[int]):
     def on_approval_panel_done(self) -> None:
         if self.approval.display:
             return  # the next call arrived meanwhile: it keeps the keyboard
-        self.query_one(PromptInput).focus()
+        focus_now(self.query_one(PromptInput))
         if self.busy:
             self.set_state("tools" if self.chat.running else "streaming")
 

@@ -1,16 +1,32 @@
 """ChatScreen: kep's one screen, where the prompt keeps the keyboard. Typing that nothing
-focused can use goes to the prompt, and the prompt has the keyboard again after an overlay."""
+focused can use goes to the prompt, and the prompt has the keyboard again after an overlay.
+The workbench's keys work wherever it is open; the footer names who gets the next key."""
 
 from __future__ import annotations
 
+import time
 from typing import ClassVar
 
 from textual import events
+from textual.actions import SkipAction
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Input, TextArea
 
+from tuiapp.ui.focus import GUARD_SECONDS, focus_name, focus_now
 from tuiapp.ui.narrow import BREAKPOINTS
 from tuiapp.ui.widgets.prompt_input import PromptInput
+
+# The workbench's keys: (key, action of Workbench, description). Bound here, not on the
+# workbench, so they work wherever the keyboard is while it is open.
+BENCH_KEYS = (("f5", "run", "run the tool with the form's arguments"),
+              ("ctrl+enter", "run", "run (where the terminal reports it)"),
+              ("f2", "cancel", "cancel the run"), ("f4", "edit", "edit the tool's source"),
+              ("f6", "toggle_run_on_save", "run again on every save"),
+              ("f7", "send", "send the last run to the chat"),
+              ("f8", "diff", "diff the last two runs"), ("f9", "rerun", "re-run a past run"),
+              ("f3", "close", "close the workbench"))
 
 
 class ChatScreen(Screen[None]):
@@ -18,20 +34,50 @@ class ChatScreen(Screen[None]):
     # then move: two restyles of the whole transcript before the first frame.
     AUTO_FOCUS = "#prompt"
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = BREAKPOINTS  # ui/narrow.py
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(key, f"bench('{action}')", description, show=False, priority=True)
+        for key, action, description in BENCH_KEYS]
+
+    focused_at = 0.0  # when the keyboard last moved (time.monotonic)
+
+    def set_focus(self, widget: Widget | None, scroll_visible: bool = True,
+                  from_app_focus: bool = False) -> None:
+        before = self.focused
+        super().set_focus(widget, scroll_visible, from_app_focus)
+        if self.focused is not before:
+            self.focused_at = time.monotonic()
+            self.show_keyboard()
+
+    def show_keyboard(self) -> None:
+        """The footer names the widget that gets the next key."""
+        footers = self.query("#status")
+        if footers:
+            footers.first().keyboard = focus_name(self.focused)  # type: ignore[attr-defined]
+
+    def action_bench(self, action: str) -> None:
+        bench = self.query("#workbench")
+        if not bench:
+            raise SkipAction()  # no workbench: the key means what it means elsewhere
+        getattr(bench.first(), f"action_{action}")()
 
     def on_key(self, event: events.Key) -> None:
         """A printable key that nothing focused can use goes to the prompt: typing is never
-        lost on a pane, the transcript or a button. Keys some widget or the app binds (an
-        approval's y, a pane's c) keep their meaning."""
+        lost on a pane, the transcript or a button. A widget's own letter keys (a pane's c)
+        keep their meaning once it has had the keyboard for GUARD_SECONDS; a letter sooner
+        than that was typed before the focus change was seen, and is typing too."""
         focused = self.focused
         if (event.character is None or not event.is_printable or focused is None
                 or isinstance(focused, TextArea | Input)):
             return
-        if any(event.key in bindings.key_to_bindings
-               for _node, bindings in self._modal_binding_chain):
+        app = self.app
+        bound = [node for node, bindings in self._modal_binding_chain
+                 if event.key in bindings.key_to_bindings]
+        if bound and (event.key == "slash"  # starts a filter: moves the keyboard, eats nothing
+                      or any(node is app or node is self for node in bound)
+                      or time.monotonic() - self.focused_at >= GUARD_SECONDS):
             return
         prompt = self.query_one(PromptInput)
-        prompt.focus()
+        focus_now(prompt)
         prompt.insert(event.character)
         event.stop()
         event.prevent_default()
@@ -41,5 +87,4 @@ class ChatScreen(Screen[None]):
         unless an approval is waiting for an answer."""
         approval = self.query("#approval")
         if not (approval and approval.first().display and approval.first().has_focus_within):
-            self.query_one(PromptInput).focus()
-
+            focus_now(self.query_one(PromptInput))

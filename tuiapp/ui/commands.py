@@ -64,6 +64,7 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
                         app.action_cancel_tools)
     yield SystemCommand("Retry", "Send the last request again after an error (ctrl+r)",
                         app.action_retry)
+    yield SystemCommand("Help", "kep's topic pages, searchable (f1)", app.action_help)
     from tuiapp.project import inventory
 
     if inventory.question(app.ws.config) is not None:  # after "Not now": change your mind here

@@ -12,6 +12,7 @@ from textual import work
 from textual.app import App
 from textual.worker import Worker, WorkerState
 
+from tuiapp.ui.focus import focus_now
 from tuiapp.ui.literal import say
 from tuiapp.ui.messages import CoreEvent, ReplyText
 from tuiapp.ui.widgets.prompt_input import PromptInput
@@ -49,6 +50,8 @@ class ConversationRouting(App[int]):
 
     if TYPE_CHECKING:
         def _welcome(self) -> list[FirstRunPanel]: ...
+        def action_help(self, topic: str = "overview") -> None: ...
+        def fit_panels(self) -> None: ...
         def show_tools(self) -> None: ...
 
     @property
@@ -56,9 +59,16 @@ class ConversationRouting(App[int]):
         return any(w.group == "conversation" and not w.is_finished for w in self.workers)
 
     def set_state(self, state: str) -> None:
+        # While a call waits for an answer, that is what the footer says (a tool of the same
+        # reply starting or finishing meanwhile does not change what Esc and y do).
+        if state in ("streaming", "tools") and self.approval.is_mounted and self.approval.waiting:
+            state = "approval"
         self.query_one(StatusFooter).state = state
 
     async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
+        if message.text.strip() == "/help":  # kep's own: the help screen, not a message
+            self.action_help()
+            return
         if self.busy:
             self.query_one(PromptInput).load_text(message.text)
             self.notify("kep is still answering: Esc interrupts it.", severity="warning")
@@ -104,7 +114,7 @@ class ConversationRouting(App[int]):
 
     def action_interrupt(self) -> None:
         if self.approval.waiting and not self.approval.has_focus_within:
-            self.approval.focus()  # Esc in the message box: over to the waiting call
+            focus_now(self.approval)  # Esc in the message box: over to the waiting call
         elif self.chat.running:
             self.chat.cancel_tools()
         elif self.busy and not self.approval.display:
@@ -130,6 +140,7 @@ class ConversationRouting(App[int]):
         if (isinstance(event, ToolCallRequested) and not self._panes_hidden_by_user
                 and not self.narrow):  # (narrow: an overlay opens only when asked for)
             self.panes.remove_class("-hidden")
+            self.fit_panels()
         if isinstance(event, MessageAdded) and event.message.tool_calls:
             self.approval.start_reply(event.message.tool_calls)
         elif isinstance(event, (ToolCallDecided, ToolFinished)):

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from tuiapp.ui.widgets.tool_panes import ToolPanes
 
 NARROW_BELOW = 100  # columns
+CHAT_MIN = 60  # columns the chat keeps while side panels are open (they fold first)
 BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]  # the screen's classes by width
 
 
@@ -27,8 +28,28 @@ class NarrowLayout(App[int]):
     narrow = False
     _wide_panels = (False, False)  # panes, functions: shown when it was last wide
 
+    def fit_panels(self) -> None:
+        """Wide, but the open panels would leave the chat under CHAT_MIN columns (functions,
+        panes and workbench at 120): they fold into overlays, as on a narrow terminal
+        (ChatScreen.-crowded, styled with -narrow in later.tcss)."""
+        screen = self.screen
+        width = self.size.width
+        if screen.id != "_default":  # the chat screen (KepApp.get_default_screen)
+            return
+        crowded = False
+        if not self.narrow:
+            side = 0
+            if self.functions.is_mounted and not self.functions.has_class("-hidden"):
+                side += min(38, int(width * 0.4)) + 1
+            if self.panes.is_mounted and not self.panes.has_class("-hidden"):
+                side += max(36, int(width * 0.4)) + 1
+            shares = 2 if screen.query("#workbench") else 1  # the workbench is 1fr too
+            crowded = (width - side) // shares < CHAT_MIN
+        screen.set_class(crowded, "-crowded")
+
     def on_resize(self, event: events.Resize) -> None:
         narrow = event.size.width < NARROW_BELOW
+        self.call_after_refresh(self.fit_panels)
         if narrow == self.narrow:
             return
         self.narrow = narrow

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 
 from tuiapp.security.sandbox import spawn
+from tuiapp.ui.focus import focus_now
 from tuiapp.ui.literal import say
 from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
@@ -83,6 +84,7 @@ class WorkbenchActions:
         if old is not None:
             await old.remove()
         await app.query_one("#body").mount(bench, after=app.query_one("#chat"))
+        app.fit_panels()
 
     def open_tool(self, name: str) -> bool:
         spec = self._app().ws.registry.tools.get(name)
@@ -114,12 +116,13 @@ class WorkbenchActions:
         bench = self.bench()
         if bench is not None:
             bench.remove()
-        self._app().query_one("#prompt").focus()
+        self._app().call_after_refresh(self._app().fit_panels)
+        focus_now(self._app().query_one("#prompt"))
 
     def on_workbench_send_to_chat(self, message: Workbench.SendToChat) -> None:
         prompt = self._app().query_one("#prompt")
         prompt.insert(message.text)  # type: ignore[attr-defined]
-        prompt.focus()
+        focus_now(prompt)
         self._app().notify("The run's result is in the prompt: add your question and send.",
                            title="Workbench", timeout=4)
 
@@ -202,6 +205,7 @@ class WorkbenchActions:
                                        approval=app.ws.config.approval)
         app.functions.update_findings(findings)
         app.functions.remove_class("-hidden")
+        app.fit_panels()
         n: dict[str, Any] = counts(findings)
         app.notify(say("{} errors, {} warnings, {} info", n['error'], n['warning'], n['info']),
                    title="Check", severity="error" if n["error"] else "information")

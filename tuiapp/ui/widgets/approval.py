@@ -29,6 +29,7 @@ from textual.widgets import Button, Input, Static, TextArea
 
 from tuiapp.conversation.conversation import Approval
 from tuiapp.security.display import printable, printable_line
+from tuiapp.ui.focus import focus_now
 from tuiapp.ui.messages import PendingApproval
 from tuiapp.ui.widgets.approval_editor import ArgsEditor, parse_arguments
 from tuiapp.ui.widgets.approval_grants import ChoiceButtons, GrantChoices
@@ -296,13 +297,13 @@ class ApprovalPanel(GrantChoices, AnswerKeys, Vertical, can_focus=True):
         if mode == "reason":
             reason = self.query_one(".approval-reason", Input)
             reason.value = ""
-            reason.focus()
+            focus_now(reason)
         elif mode == "edit" and (req := self.current):
             editor = self.query_one(".approval-editor", TextArea)
             editor.load_text(json.dumps(req.call.arguments, indent=2, ensure_ascii=False))
-            editor.focus()
+            focus_now(editor)
         elif self.has_focus_within:
-            self.focus()  # back from reason/edit; never taken from the message box here
+            focus_now(self)  # back from reason/edit; never taken from the message box here
 
     def _error(self, text: str) -> None:
         error = self.query_one(".approval-error", Static)

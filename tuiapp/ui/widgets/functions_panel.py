@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
@@ -29,6 +29,7 @@ from textual.widgets.option_list import Option
 from tuiapp.security.display import printable, printable_line
 from tuiapp.settings import paths
 from tuiapp.tools.check import Finding, broken_hint, counts
+from tuiapp.ui.focus import focus_now
 from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 Entry = ToolSpec | BrokenTool
@@ -59,6 +60,18 @@ def short_source(source: str, root: Path | None) -> str:
     except (ValueError, OSError):
         pass
     return source
+
+
+class FilterInput(Input):
+    """The filter box. `/` is the key that starts a filter: typed into an empty box it is
+    that key, not a character to match (no tool name has one)."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.character == "/" and not self.value:
+            event.stop()
+            event.prevent_default()
+            return
+        await super()._on_key(event)
 
 
 class FunctionsPanel(Widget):
@@ -98,10 +111,11 @@ class FunctionsPanel(Widget):
         self._width = 1000  # wrap width for reasons; the real one arrives with on_resize
         self._stale = True  # entries changed since the list was last built
         self._by_id: dict[str, Entry] = {}
+        self._filter_on_mount = False
 
     def compose(self) -> ComposeResult:
         yield Static("Functions · none yet", classes="functions-panel--summary", markup=False)
-        yield Input(placeholder="/ filter by name", id="functions-filter", compact=True)
+        yield FilterInput(placeholder="/ filter by name", id="functions-filter", compact=True)
         servers = Static("", classes="functions-panel--servers")
         servers.display = False
         yield servers
@@ -111,6 +125,8 @@ class FunctionsPanel(Widget):
         if self.display:
             self._render_entries()
         self._render_servers()
+        if self._filter_on_mount:
+            self.call_after_refresh(self.action_filter)
 
     # ---- updates -----------------------------------------------------------------------
 
@@ -146,7 +162,11 @@ class FunctionsPanel(Widget):
     # ---- filter and choice -------------------------------------------------------------
 
     def action_filter(self) -> None:
-        self.query_one(Input).focus()
+        boxes = self.query(Input)
+        if boxes:
+            focus_now(boxes.first())
+        else:  # asked for before the panel is mounted (ctrl+f at start-up): once it is
+            self._filter_on_mount = True
 
     @on(Input.Changed, "#functions-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
@@ -158,7 +178,7 @@ class FunctionsPanel(Widget):
     def _filter_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         listing = self.query_one(OptionList)
-        listing.focus()
+        focus_now(listing)
         if listing.highlighted is None and listing.option_count:
             listing.action_first()
 

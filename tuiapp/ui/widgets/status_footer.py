@@ -1,5 +1,6 @@
 """The bottom line: model, session tokens, how full the context is, active agent/prompt,
-state, and the keys that matter right now (each one clickable)."""
+the approval mode, state, who gets the next key, and the keys that matter right now (each one
+clickable)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,14 @@ KEYS: dict[str, tuple[tuple[str, str, str], ...]] = {
               ("ctrl+p", "commands", "app.command_palette")),
     "approval": (("y", "allow", ""), ("n", "deny", ""), ("s/a + digit", "session/always", ""),
                  ("e", "edit", ""), ("Y Y/N N", "all", ""), ("esc", "message box", "")),
+    # A call waits, but the keyboard is elsewhere (the message box): Esc goes to the call.
+    "approval-away": (("esc", "answer the call", "app.interrupt"), ("enter", "send", ""),
+                      ("ctrl+p", "commands", "app.command_palette")),
     "error": (("ctrl+r", "retry", "app.retry"), ("enter", "send", ""),
               ("ctrl+p", "commands", "app.command_palette")),
 }
+# Who gets the next key, in a narrow footer (the keys matter as much).
+SHORT_NAMES = {"message box": "prompt", "functions filter": "filter", "tool panes": "panes"}
 COMPACT_BELOW = 100  # columns (as the app's narrow layout)
 STATE_LABEL = {"idle": "", "streaming": "● answering", "tools": "⌛ running tools",
                "approval": "? waiting for you", "error": "✗ request failed"}
@@ -73,6 +79,7 @@ class StatusFooter(Widget):
 
     def watch_mode(self, mode: str) -> None:
         self.set_class(mode == "yolo", "-yolo")
+    keyboard: reactive[str] = reactive("message box")  # the widget that gets the next key
 
     def render(self) -> Content:
         # Narrow (an 80-column terminal): tighter separators, the short usage form, ctrl+x as
@@ -83,8 +90,13 @@ class StatusFooter(Widget):
             left_c = self._left(short=True, compact=True)
         # Keys on the right, as many as fit: the state and model matter more.
         room = self.size.width - left_c.cell_length - (1 if compact else 2)
-        right_c = Content("")
-        for key, label, action in KEYS.get(self.state, KEYS["idle"]):
+        keyboard = SHORT_NAMES.get(self.keyboard, self.keyboard) if compact else self.keyboard
+        right_c = Content.assemble(("▸" if compact else "▸ ", "$text-muted"),
+                                   (keyboard, "bold"), " " if compact else "  ")
+        state = self.state
+        if state == "approval" and self.keyboard != "approval":
+            state = "approval-away"
+        for key, label, action in KEYS.get(state, KEYS["idle"]):
             if compact:
                 key = key.replace("ctrl+", "^")
             text = Content.assemble((key, "bold $footer-key-foreground"), " ", label,

@@ -18,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from tuiapp.project.session_start import VariableField
+from tuiapp.ui.focus import focus_now
 
 
 class VariablesForm(ModalScreen[dict[str, str] | None]):
@@ -87,7 +88,7 @@ class VariablesForm(ModalScreen[dict[str, str] | None]):
         if inputs:
             # Start on the first field that still needs a value.
             empty = next((i for i in inputs if not i.value), inputs[0])
-            empty.focus()
+            focus_now(empty)
 
     def values(self) -> dict[str, str]:
         return {f.name: self.query_one(f"#var-{i}", Input).value
@@ -103,7 +104,7 @@ class VariablesForm(ModalScreen[dict[str, str] | None]):
             self.query_one("#form-error", Static).update(
                 Content(f"Needed: {', '.join(missing)}"))
             index = next(i for i, f in enumerate(self.fields) if f.name == missing[0])
-            self.query_one(f"#var-{index}", Input).focus()
+            focus_now(self.query_one(f"#var-{index}", Input))
             return
         self.dismiss(self.values())
 
@@ -112,7 +113,7 @@ class VariablesForm(ModalScreen[dict[str, str] | None]):
         inputs = list(self.query(Input))
         index = inputs.index(event.input)
         if index + 1 < len(inputs):
-            inputs[index + 1].focus()
+            focus_now(inputs[index + 1])
         else:
             self.submit()
 

@@ -17,11 +17,10 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
@@ -33,6 +32,7 @@ from tuiapp.settings.config_types import ApprovalConfig
 from tuiapp.tools.check import broken_hint
 from tuiapp.tools.direct import DirectRun, run_direct
 from tuiapp.tools.runner import Runner
+from tuiapp.ui.focus import focus_now
 from tuiapp.ui.literal import literal, say
 from tuiapp.ui.widgets.functions_panel import short_source
 from tuiapp.ui.widgets.run_log import RunLog, printable
@@ -69,17 +69,8 @@ class Workbench(Widget, can_focus=False):
     Workbench #bench-log { height: 12; border: round $panel; }
     Workbench #bench-runs { height: auto; max-height: 8; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f5", "run", "run", priority=True),
-        Binding("ctrl+enter", "run", "run", show=False, priority=True),
-        Binding("f4", "edit", "edit", priority=True),
-        Binding("f6", "toggle_run_on_save", "run on save", priority=True),
-        Binding("f7", "send", "send to chat", priority=True),
-        Binding("f8", "diff", "diff", priority=True),
-        Binding("f9", "rerun", "re-run", priority=True),
-        Binding("f3", "close", "close", priority=True),
-        Binding("f2", "cancel", "cancel run", priority=True),
-    ]
+    # Its keys (F5 run, F3 close …) are bound on the chat screen (ui/chat_screen.py): they
+    # work wherever the keyboard is while the workbench is open.
 
     class SendToChat(Message):
         def __init__(self, text: str) -> None:
@@ -142,7 +133,7 @@ class Workbench(Widget, can_focus=False):
 
     def focus_first(self) -> None:
         fields = self.query("#bench-form Input, #bench-form Checkbox, #bench-form Select")
-        (fields.first() if fields else self.query_one("#bench-run")).focus()
+        focus_now(fields.first() if fields else self.query_one("#bench-run"))
 
     def _parameters(self) -> dict[str, Any]:
         return self.entry.parameters if isinstance(self.entry, ToolSpec) else {}
