@@ -116,6 +116,30 @@ def test_auto_asks_without_a_sandbox_and_says_so() -> None:
     assert act(inside, "writefile") == "allow"
 
 
+@pytest.mark.parametrize("walls", [True, False])
+def test_the_workspace_tells_auto_mode_whether_the_walls_are_up(
+        tmp_path: Path, walls: bool) -> None:
+    """Nothing set `sandboxed`, so `auto` asked about everything, walls or not."""
+    from tuiapp.project.workspace import Workspace
+    from tuiapp.security.sandbox import spawn
+
+    root = tmp_path / "p"
+    (root / "prompts" / "functions").mkdir(parents=True)
+    (root / "kep.toml").write_text("" if walls else "[sandbox]\nenabled = false\n")
+    cfg = project_config.load(root)
+    spawn.use_config(cfg)
+    try:
+        if walls and not spawn.active():
+            pytest.skip("no sandbox mechanism on this machine")
+        ws = Workspace(cfg)
+        ws.set_mode("auto")  # (a project may not choose it: the session does)
+        a = ws.approval()
+        assert a.sandboxed is walls
+        assert act(a, "project_tool") == ("allow" if walls else "ask")
+    finally:
+        spawn.use_config(project_config.load(tmp_path))
+
+
 def test_rules_limited_to_modes_apply_only_there() -> None:
     rule = {"tool": "writefile", "action": "allow", "modes": ["auto", "yolo"]}
     assert act(approval(rule, mode="auto"), "writefile") == "allow"

@@ -122,12 +122,17 @@ class Workspace:
 
     def approval(self) -> ApprovalConfig:
         """The rules that decide now: this session's grants, then the config's minus those
-        disabled for the session."""
+        disabled for the session; `sandboxed` says whether the walls are up (what `auto`
+        mode needs to run a call unasked)."""
+        from dataclasses import replace
+
+        from tuiapp.security.sandbox import spawn
+
         a = self.config.approval
         if self.disabled:
-            from dataclasses import replace
-
             a = replace(a, rules=tuple(r for r in a.rules if rule_key(r) not in self.disabled))
+        if a.mode == "auto" and a.sandboxed != spawn.active():
+            a = replace(a, sandboxed=spawn.active())
         return self.grants.apply(a)
 
     def toggle_rule(self, rule: Rule) -> bool:
