@@ -65,7 +65,7 @@ SHOWN = {"escape": "Esc", "slash": "/", "enter": "Enter"}
 def shown(key: str) -> str:
     if key in SHOWN:
         return SHOWN[key]
-    if key.startswith(("ctrl+", "f")) and len(key) > 1:
+    if key.startswith(("ctrl+", "alt+", "f")) and len(key) > 1:
         return "+".join(part.capitalize() if len(part) > 1 else part.upper()
                         for part in key.split("+"))
     return key
@@ -213,7 +213,7 @@ def palette_titles() -> set[str]:
 
     app = SimpleNamespace(__getattr__=None)
     fake = type("Fake", (), {"__getattr__": lambda self, name: (lambda *a, **k: None)})()
-    fake.ws = SimpleNamespace(config=config.parse({}, "kep.toml", REPO), mcp=None)
+    fake.ws = SimpleNamespace(config=config.parse({}, "kep.toml", REPO), mcp=None, mode="ask")
     del app
     titles = set()
     try:
