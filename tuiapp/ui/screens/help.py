@@ -15,8 +15,8 @@ from textual.widgets import Input, Markdown, MarkdownViewer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tuiapp import docs
-from tuiapp.security.display import printable_line
 from tuiapp.ui.focus import focus_now
+from tuiapp.ui.literal import literal, say
 
 
 class TopicViewer(MarkdownViewer):
@@ -34,7 +34,7 @@ class TopicViewer(MarkdownViewer):
         topic = Path(target).stem
         page = docs.path(topic) if target.endswith(".md") and "/" not in target else None
         if page is None:
-            self.notify(f"Link: {printable_line(href)}", title="Help")
+            self.notify(say("Link: {}", href), title="Help")
             return
         await self.screen.show(topic, anchor)  # type: ignore[attr-defined]
 
@@ -65,7 +65,8 @@ class HelpScreen(ModalScreen[None]):
                 yield TopicViewer(show_table_of_contents=False)
 
     def _options(self, topics: object) -> list[Option]:
-        return [Option(f"{t}", id=t) for t, *_ in topics]  # type: ignore[attr-defined]
+        return [Option(literal(t, line=True), id=t)  # type: ignore[attr-defined]
+                for t, *_ in topics]  # type: ignore[attr-defined]
 
     async def on_mount(self) -> None:
         await self.show(self.topic)
@@ -83,7 +84,7 @@ class HelpScreen(ModalScreen[None]):
         else:
             viewer.scroll_home(animate=False)
         self.query_one("#help-title", Static).update(
-            f"Help · {docs.title(topic)} · type to search · Enter opens · Esc closes")
+            say("Help · {} · type to search · Enter opens · Esc closes", docs.title(topic)))
 
     @on(Input.Changed, "#help-search")
     def _search(self, event: Input.Changed) -> None:
