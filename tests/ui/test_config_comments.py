@@ -30,20 +30,21 @@ def comment_lines(text: str) -> list[str]:
     return [line[line.index("#"):] for line in text.splitlines() if "#" in line]
 
 
-async def test_a_a_d_d_and_a_theme_change_keep_every_comment(tmp_path: Path) -> None:
+async def test_always_allow_always_deny_and_a_theme_change_keep_every_comment(tmp_path: Path) -> None:
     proj = make_project(tmp_path / "proj")
     kep_toml = proj / "kep.toml"
     kep_toml.write_text(COMMENTED)
     app = app_for(proj)
     async with app.run_test(size=SIZE) as pilot:
-        await send(pilot, "shout notes.txt")
-        await wait_approval(pilot)
-        await pilot.press("a", "a")
-        await wait_idle(pilot)
-        await send(pilot, "sleepy")
-        await wait_approval(pilot)
-        await pilot.press("d", "d")
-        await wait_idle(pilot)
+        for typed, key in (("shout notes.txt", "a"), ("sleepy", "d")):
+            await send(pilot, typed)
+            panel = await wait_approval(pilot)
+            await pilot.pause(0.7)  # past the guard: the keys are meant for the call
+            await pilot.press(key)
+            await pilot.pause(0.2)
+            whole = next(i for i, o in enumerate(panel.choices(), 1) if o.args is None)
+            await pilot.press(str(whole))  # "always", for the whole tool
+            await wait_idle(pilot)
         app.set_theme("light")
         await pilot.pause()
     text = kep_toml.read_text()
