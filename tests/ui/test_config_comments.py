@@ -30,7 +30,8 @@ def comment_lines(text: str) -> list[str]:
     return [line[line.index("#"):] for line in text.splitlines() if "#" in line]
 
 
-async def test_always_allow_always_deny_and_a_theme_change_keep_every_comment(tmp_path: Path) -> None:
+async def test_always_allow_always_deny_and_a_theme_change_keep_every_comment(
+        tmp_path: Path) -> None:
     proj = make_project(tmp_path / "proj")
     kep_toml = proj / "kep.toml"
     kep_toml.write_text(COMMENTED)

@@ -60,7 +60,8 @@ def test_warm_listing_runs_nothing_and_still_sees_every_change(
     project: Path, tmp_path: Path
 ) -> None:
     (project / "kep.toml").write_text("[tools]\nbuiltins = false\n")
-    fn, log = project / "prompts" / "functions", tmp_path / "listed.log"
+    # (in the project: behind the sandbox's walls a lister writes nowhere else)
+    fn, log = project / "prompts" / "functions", project / "listed.log"
     for name in ("alpha", "beta", "gamma"):
         counted_tool(fn / name, name, log)
     cold = kep_functions(project)
@@ -154,7 +155,11 @@ setsid sleep 120 &
 echo "$$ $!" > {tmp_path}/sh0.pids
 sleep 120
 """)
-    proc = subprocess.Popen([*KEP, "functions", "--project", str(project)], env=ENV,
+    # Without the walls (the fallback where the kernel can't build them): the tools' pids are
+    # read from outside, and inside the walls a pid is the sandbox's own; with them, the PID
+    # namespace ends everything (tests/unit/test_sandbox_escape.py).
+    proc = subprocess.Popen([*KEP, "functions", "--project", str(project)],
+                            env={**ENV, "KEP_SANDBOX_MECHANISM": "none"},
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
     files = [tmp_path / f"{n}.pids" for n in ("py0", "py1", "py2", "sh0")]

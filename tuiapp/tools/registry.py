@@ -1,14 +1,12 @@
 """Every tool kep knows: files declared by the formats, plus external sources (MCP servers).
 
-A refresh lists each format's roots (cheap), reuses what it already knows for files whose
-(size, mtime_ns, mode, salt) did not change, in memory or in the on-disk cache, and declares
-only the rest: in parallel, bounded, each with a timeout. An unchanged tree spawns nothing.
+A refresh lists each format's roots (cheap), reuses what it knows for files whose (size,
+mtime_ns, mode, salt) did not change, in memory or on disk, and declares only the rest (in
+parallel, bounded, each with a timeout): an unchanged tree spawns nothing.
 
 Name clashes: sources are ordered (project files, configured dirs, external sources, kep's
-built-ins; within those by format order, root order, sorted path) and the first one wins. A
-loser is reported as broken, except a built-in shadowed by a project tool: overriding a
-built-in by name is a feature.
-"""
+built-ins; by format, root, sorted path) and the first wins. A loser is broken, except a
+built-in shadowed by a project tool: overriding a built-in by name is a feature."""
 
 from __future__ import annotations
 
@@ -20,7 +18,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from tuiapp.security import secrets, trust
-from tuiapp.security.sandbox import spawn as sandbox_spawn
 from tuiapp.settings import paths
 from tuiapp.settings.config_types import Config
 from tuiapp.tools.cache import DeclarationCache, Key, key_matches, stat_key
@@ -99,14 +96,12 @@ class Registry:
 
             formats = default_formats()
         self.config = config
-        sandbox_spawn.use_config(config)
         self.formats = formats
         self.cache = cache or DeclarationCache()
         self._files: dict[tuple[str, str], _File] = {}  # (format, path) → state
         self._external: dict[str, list[Entry]] = {}
         self._tools: dict[str, ToolSpec] = {}
-        # Agents' own tools by (agent, name): two agents may each have a `read_file`, and
-        # only the active agent's is offered (tools_for), so that is no clash.
+        # Agents' own tools by (agent, name): each agent's `read_file` is no clash (tools_for)
         self._agent_tools: dict[tuple[str, str], ToolSpec] = {}
         self._broken: list[BrokenTool] = []
         self._disk: dict[tuple[str, str], dict[str, list[Any]]] = {}  # what each cache file holds
@@ -159,7 +154,9 @@ class Registry:
     def reconfigure(self, config: Config) -> None:
         """New settings (roots, timeouts, built-ins on/off) apply from the next refresh()."""
         self.config = config
-        sandbox_spawn.use_config(config)
+        from tuiapp.security.sandbox import spawn  # here: a warm listing starts nothing
+
+        spawn.use_config(config)
 
     # ---- changes -------------------------------------------------------------------------
 
@@ -195,6 +192,10 @@ class Registry:
         """Rescan. `paths`: files known to have changed; they are declared again even if
         their stat looks the same. None: a full scan, trusting unchanged stats."""
         import asyncio
+
+        from tuiapp.security.sandbox import spawn  # listing runs children: walls for this config
+
+        spawn.use_config(self.config)
 
         if self._lock is None:
             self._lock = asyncio.Lock()

@@ -3,8 +3,7 @@ itself lives in ChatSession (ui/chat.py); core events and turns are routed in
 ui/conversation_routing.py, approvals in ui/approval_routing.py; palette entries in
 ui/commands.py; session actions in ui/actions.py; the screen in ui/chat_screen.py.
 
-Layout: [functions panel] | transcript, approval panel, prompt | [tool panes]; status footer.
-"""
+Layout: [functions panel] | transcript, approval panel, prompt | [tool panes]; status footer."""
 
 from __future__ import annotations
 
