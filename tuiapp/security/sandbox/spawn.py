@@ -249,10 +249,16 @@ def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, st
         if _state.settings.required:
             raise SandboxRequired(f"sandbox required but unavailable: {mech.missing()}")
         return Wrapped(list(argv), dict(env) if env is not None else None)
-    _precheck(argv, env, cwd)
+    programs = _precheck(argv, env, cwd)
     prof = profile_for(cwd, tool=tool, server=server, call_files=call_files)
-    if visible:
-        prof = dataclasses.replace(prof, visible=(*prof.visible, *visible))
+    # Programs on the child's PATH stay runnable: a PATH folder under /tmp (which the private
+    # /tmp would hide) is shown read-only, as tool folders outside the root are.
+    on_path = [Path(d) for d in (env if env is not None else os.environ).get("PATH", "")
+               .split(os.pathsep) if d.startswith("/tmp/") and os.path.isdir(d)]
+    on_path += [Path(os.path.realpath(p)).parent for p in programs
+                if os.path.realpath(p).startswith("/tmp/")]
+    if visible or on_path:
+        prof = dataclasses.replace(prof, visible=(*prof.visible, *visible, *on_path))
     if kind in ("lister", "forkserver", "helper"):
         prof = dataclasses.replace(prof, network="off")  # listing a tool needs no network
     elif prof.network not in ("off", "on") and _state.proxy is not None and _holder_alive():
@@ -278,9 +284,10 @@ def walls_hit(text: str, *, cwd: Path | str | None, tool: str | None = None) -> 
 
 
 def _precheck(argv: Sequence[str], env: Mapping[str, str] | None,
-              cwd: Path | str | None) -> None:
+              cwd: Path | str | None) -> list[Path]:
     """Raise what exec would for a command that cannot start (ENOENT, EACCES, ENOEXEC): inside
-    the walls it would fail in the mechanism's own exec, as a run that printed an error."""
+    the walls it would fail in the mechanism's own exec, as a run that printed an error.
+    Returns the program and its `#!` interpreter, which the child must be able to see."""
     import errno
     import shutil
 
@@ -306,12 +313,13 @@ def _precheck(argv: Sequence[str], env: Mapping[str, str] | None,
     except OSError as e:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name) from e
     if head.startswith(b"\x7fELF"):
-        return
+        return [Path(path)]
     if not head.startswith(b"#!"):
         raise OSError(errno.ENOEXEC, os.strerror(errno.ENOEXEC), name)
     interp = head[2:].split(b"\n", 1)[0].strip().split()
     if not interp or not os.path.exists(interp[0]):
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+    return [Path(path), Path(os.fsdecode(interp[0]))]
 
 
 # ---- the starters: each wraps, then starts ---------------------------------------------------
