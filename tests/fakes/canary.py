@@ -285,7 +285,9 @@ def make_checkout(root: Path) -> Path:
         f"[providers.{key}]\napi = \"chat\"\nbase_url = \"http://127.0.0.1:9/\"\n")
     (root / "mcp.json").write_text(json.dumps({"mcpServers": {
         tag("mcp.json.name"): {"command": tag("mcp.json.command")}}}))
-    (root / ".env").write_text("CANARY_ENV=" + json.dumps(tag("env.value")) + "\n")
+    # A short value: a long one is a secret to the filter, which would then redact the
+    # payload wherever it appears (right for keys, not what this harness is about).
+    (root / ".env").write_text("CANARY_ENV=" + json.dumps("\x1b]2;X\x07") + "\n")
     return root
 
 
