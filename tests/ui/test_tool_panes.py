@@ -8,7 +8,7 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from tui_helpers import until
 
-from tuiapp.ui.screens.output_viewer import OutputViewer
+from tuiapp.ui.screens.output_viewer import OpensOutputViewer, OutputViewer
 from tuiapp.ui.widgets.output_log import LINE_CAP, OutputLog
 from tuiapp.ui.widgets.tool_panes import ToolPanes, status_text
 from tuiapp.vocab.events import (
@@ -21,7 +21,7 @@ from tuiapp.vocab.events import (
 from tuiapp.vocab.messages import ToolCall
 
 
-class PanesApp(App[None]):
+class PanesApp(OpensOutputViewer, App[None]):
     def __init__(self, max_lines: int = 100) -> None:
         super().__init__()
         self.max_lines = max_lines

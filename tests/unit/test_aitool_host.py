@@ -20,7 +20,9 @@ from tuiapp.vocab.messages import ToolCall
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "aitool_host"
 SOURCE = '[[tools.sources]]\nformat = "aitool"\npath = "hostapp/tools"\n'
 HOST = (SOURCE + 'setup = "hostapp.paths:init_paths"\nsetup_args = { project_path = "data" }\n'
-        'init.WorkspaceTagTool = { workspace = "ws-1" }\n')
+        'init.WorkspaceTagTool = { workspace = "ws-1" }\n'
+        'init.ProjectPathTool = { path_manager = '
+        '{ call = "hostapp.paths:PathManager.get_instance" } }\n')
 
 
 def project(tmp_path: Path, toml: str) -> Path:
@@ -65,6 +67,22 @@ async def test_setup_hook_and_constructor_arguments_make_them_work(tmp_path: Pat
                                ToolCall("c", "workspace_tag", {"item": "x"}, "{}"),
                                lambda e: None)
     assert (fin.status, fin.result) == ("ok", "x tagged in ws-1 (limit 3)")
+
+
+async def test_an_object_the_host_builds_is_given_through_a_call(tmp_path: Path) -> None:
+    """`init.Class = { arg = { call = "module:function" } }`: the class gets what that
+    callable returns (after setup ran), with no change to the class's code."""
+    root = project(tmp_path, HOST)
+    ws = await workspace(root)
+    assert "project_path" in ws.registry.tools, ws.registry.broken
+    fin = await ws.runner("t").execute(ws.registry.tools["project_path"],
+                                       ToolCall("c", "project_path", {}, "{}"), lambda e: None)
+    assert (fin.status, fin.result) == ("ok", "data")
+    setup_only = SOURCE + 'setup = "hostapp.paths:init_paths"\n'
+    bare = await workspace(project(tmp_path / "b", setup_only))
+    err = broken(bare, "project_path_tool.py")
+    assert "init.ProjectPathTool = { path_manager = … }" in err
+    assert 'call = "module:function"' in err
 
 
 async def test_a_failing_setup_is_named(tmp_path: Path) -> None:

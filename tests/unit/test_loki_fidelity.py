@@ -121,6 +121,16 @@ def test_functions_mcp_json_is_read(tmp_path: Path) -> None:
     assert configured_servers(project_config.load(root))["ddg-search"].command == "mine"
 
 
+def test_a_loki_mcp_json_alone_starts_its_servers(tmp_path: Path) -> None:
+    """No mcp.json at the root: the agents that name ddg-search still get it (they lost it,
+    with no notice)."""
+    root = loki_project(tmp_path)
+    assert not (root / "mcp.json").exists()
+    assert Workspace(project_config.load(root)).has_mcp_servers()
+    (root / "functions" / "mcp.json").unlink()
+    assert not Workspace(project_config.load(root)).has_mcp_servers()
+
+
 async def test_config_yaml_agent_loads_with_global_tools_and_notices(tmp_path: Path) -> None:
     ws = await workspace(loki_project(tmp_path))
     listed = {c.name: c for c in choices(ws)}

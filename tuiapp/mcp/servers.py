@@ -95,7 +95,7 @@ def configured_servers(config: Config) -> dict[str, McpServerConfig]:
     untrusted project's servers never start (tuiapp.security.trust)."""
     servers: dict[str, McpServerConfig] = {}
     if trust.state_of(config).trusted:
-        for path in reversed(_loki_mcp_files(config)):
+        for path in reversed(loki_mcp_files(config)):
             servers.update(read_mcp_json(path))
     if trust.project_has_mcp_json(config):
         servers.update({name: s for name, s in read_mcp_json(config.project_root / MCP_JSON).items()
@@ -104,7 +104,8 @@ def configured_servers(config: Config) -> dict[str, McpServerConfig]:
     return servers
 
 
-def _loki_mcp_files(config: Config) -> list[Path]:
+def loki_mcp_files(config: Config) -> list[Path]:
+    """The `functions/mcp.json` files of the project's Loki functions dirs that exist."""
     from tuiapp.tools.formats.loki import functions_dir
 
     out = [config.project_root / "functions" / MCP_JSON]

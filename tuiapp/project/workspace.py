@@ -67,7 +67,15 @@ class Workspace:
         return self.grants.apply(self.config.approval)
 
     def has_mcp_servers(self) -> bool:
-        return bool(self.config.mcp_servers) or trust.project_has_mcp_json(self.config)
+        """Servers in kep.toml, the project's mcp.json, or a trusted Loki `functions/mcp.json`
+        (its agents name those servers even when the project has no mcp.json of its own)."""
+        if self.config.mcp_servers or trust.project_has_mcp_json(self.config):
+            return True
+        if not trust.state_of(self.config).trusted:
+            return False
+        from tuiapp.mcp.servers import loki_mcp_files
+
+        return bool(loki_mcp_files(self.config))
 
     def start_mcp(self, *, emit: Emit | None = None, on_state: StateListener | None = None) -> None:
         """Start the MCP servers in the background (never awaited: a slow server never holds

@@ -34,6 +34,7 @@ from tuiapp.ui.chat_screen import ChatScreen
 from tuiapp.ui.conversation_routing import ConversationRouting
 from tuiapp.ui.narrow import NarrowLayout
 from tuiapp.ui.prompt_commands import SessionStarts
+from tuiapp.ui.screens.output_viewer import OpensOutputViewer
 from tuiapp.ui.themes import register_themes, set_startup_theme
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
@@ -55,7 +56,7 @@ LATER_CSS = Path(__file__).with_name("later.tcss")
 # The routing mixins come first: Textual calls every class's handler of a message in MRO
 # order, and KepApp's own (now theirs) ran before the other mixins'.
 class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStarts,
-             SessionActions, NarrowLayout, App[int]):
+             SessionActions, NarrowLayout, OpensOutputViewer, App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "kep"
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -198,6 +198,24 @@ class ChatSession:
     async def retry(self) -> str:
         return await self._conversation().retry()
 
+    def apply_config(self, cfg: Config) -> str | None:
+        """A new config for this chat (hot reload, or the project trusted again): the
+        runner's limits, the step cap and, when its settings changed, the provider. Returns a
+        problem to report, or None."""
+        if self.runner is not None:
+            self.runner.reconfigure(cfg)  # timeouts, output cap
+        if self.conversation is not None:
+            self.conversation.max_steps = cfg.max_steps
+        if not isinstance(self.provider, LazyProvider):
+            return None  # a provider handed in by a test or a script: not ours to replace
+        try:
+            provider_config, _model = resolve_model(cfg, self.model)
+        except ModelError as e:
+            return f"the current model no longer resolves: {e}"
+        if provider_config != self.provider.config:
+            self.switch_model(self.model)
+        return None
+
     def switch_model(self, name: str) -> None:
         """Use another model from the next request on. Raises ModelError (message for the user)."""
         provider = LazyProvider(self.ws.config, name)

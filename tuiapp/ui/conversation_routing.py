@@ -148,9 +148,3 @@ class ConversationRouting(App[int]):
 
     def on_tool_panes_cancel_requested(self, message: ToolPanes.CancelRequested) -> None:
         self.chat.cancel_tools(message.call_id)
-
-    def on_tool_panes_output_requested(self, message: ToolPanes.OutputRequested) -> None:
-        from tuiapp.ui.screens.output_viewer import OutputViewer
-
-        self.push_screen(OutputViewer(message.name, message.spool_path, message.kept,
-                                      running=message.running))

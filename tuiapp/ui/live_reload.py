@@ -16,10 +16,8 @@ from weakref import WeakKeyDictionary
 from textual.app import App
 
 from tuiapp.project.reloader import Reloader, describe
-from tuiapp.providers import ModelError, resolve_model
 from tuiapp.settings import config_writer
 from tuiapp.settings.config_types import Config, ConfigError
-from tuiapp.ui.chat import LazyProvider
 from tuiapp.ui.themes import register_themes
 from tuiapp.vocab.events import RegistryChanged
 
@@ -68,7 +66,7 @@ def config_changed(app: KepApp, cfg: Config | None, error: ConfigError | None) -
                    severity="error", timeout=12)
         return
     assert cfg is not None
-    problem = apply_to_chat(app, cfg)
+    problem = app.chat.apply_config(cfg)
     if cfg.theme != app.theme and cfg.theme in app.available_themes:
         app.theme = cfg.theme
     for line in cfg.warnings:
@@ -82,32 +80,6 @@ def config_changed(app: KepApp, cfg: Config | None, error: ConfigError | None) -
     from tuiapp.ui.screens.trust import ask_if_gained
 
     ask_if_gained(app)  # new allow rules or servers in a trusted project: held back, asked
-
-
-def apply_to_chat(app: KepApp, cfg: Config) -> str | None:
-    """A new config for the running chat (hot reload, or the project trusted again): the
-    runner's limits, the step cap and, when its settings changed, the provider. Returns a
-    problem to report, or None."""
-    chat = app.chat
-    if chat.runner is not None:
-        chat.runner.reconfigure(cfg)  # timeouts, output cap
-    if chat.conversation is not None:
-        chat.conversation.max_steps = cfg.max_steps
-    return _refresh_provider(app, cfg)
-
-
-def _refresh_provider(app: KepApp, cfg: Config) -> str | None:
-    """Rebuild the chat's provider when the settings of its model's provider changed."""
-    chat = app.chat
-    if not isinstance(chat.provider, LazyProvider):
-        return None  # a provider handed in by a test or a script: not ours to replace
-    try:
-        provider_config, _model = resolve_model(cfg, chat.model)
-    except ModelError as e:
-        return f"the current model no longer resolves: {e}"
-    if provider_config != chat.provider.config:
-        chat.switch_model(chat.model)
-    return None
 
 
 def themes_changed(app: KepApp) -> None:

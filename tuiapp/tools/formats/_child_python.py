@@ -236,19 +236,34 @@ def ait_host() -> dict:
         host = {}
     setup = host.get("setup")
     if setup:
-        import importlib
-
         if host.get("root") and host["root"] not in sys.path:
             sys.path.insert(0, host["root"])
-        module_name, _, func = setup.partition(":")
         try:
-            target: typing.Any = importlib.import_module(module_name)
-            for part in func.split("."):
-                target = getattr(target, part)
-            target(**(host.get("setup_args") or {}))
+            resolve_callable(setup)(**(host.get("setup_args") or {}))
         except Exception as e:
             raise Unusable(f"setup {setup} failed: {type(e).__name__}: {e}") from None
     return host
+
+
+def resolve_callable(spec: str) -> typing.Any:
+    """"module:attr.attr" → that object (a function, a class, a classmethod)."""
+    import importlib
+
+    module_name, _, func = spec.partition(":")
+    target: typing.Any = importlib.import_module(module_name)
+    for part in func.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def built(value: typing.Any) -> typing.Any:
+    """A constructor argument from `init.Class`: `{ call = "module:function", args = {…} }`
+    is what that callable returns (an object the host builds, e.g. a PathManager); any
+    other value is itself."""
+    if isinstance(value, dict) and "call" in value and set(value) <= {"call", "args"}:
+        args = {k: built(v) for k, v in (value.get("args") or {}).items()}
+        return resolve_callable(str(value["call"]))(**args)
+    return value
 
 
 def ait_instances(file: str) -> list:
@@ -261,7 +276,7 @@ def ait_instances(file: str) -> list:
             continue
         kwargs = init.get(cls_name) or {}
         try:
-            out.append((cls_name, cls(**kwargs)))
+            out.append((cls_name, cls(**{k: built(v) for k, v in kwargs.items()})))
         except Exception as e:
             raise Unusable(_build_error(cls_name, cls, kwargs, e, host)) from None
     return out
@@ -278,7 +293,8 @@ def _build_error(cls_name: str, cls: typing.Any, kwargs: dict, e: Exception, hos
     if missing and isinstance(e, TypeError):
         example = ", ".join(f"{m} = …" for m in missing)
         return (f"{cls_name}() needs constructor argument(s) {', '.join(missing)}: give them "
-                f"in its [[tools.sources]] entry as init.{cls_name} = {{ {example} }}")
+                f"in its [[tools.sources]] entry as init.{cls_name} = {{ {example} }} "
+                "(an object as { call = \"module:function\" })")
     hint = ("" if host.get("setup") else "; if the host application prepares something first "
             "(a singleton, a config), name it in [[tools.sources]] as setup = \"module:function\"")
     return f"{cls_name}() failed: {type(e).__name__}: {e}{hint}"

@@ -20,6 +20,7 @@ from textual.widgets import Button, Static
 
 from tuiapp.tools.runner import STDERR_MARK  # how a spool file marks stderr lines
 from tuiapp.ui.widgets.output_log import OutputLog, Stream
+from tuiapp.ui.widgets.tool_panes import ToolPanes
 
 TAIL_BYTES = 4 * 1024 * 1024
 
@@ -141,3 +142,13 @@ class OutputViewer(ModalScreen[None]):
             self.action_close()
         elif event.button.id == "reload":
             self.action_reload()
+
+
+class OpensOutputViewer:
+    """Mixed into an App: the tool panes ask to read a pane's whole output (a widget never
+    pushes a screen itself), and the app opens the viewer."""
+
+    def on_tool_panes_output_requested(self, message: ToolPanes.OutputRequested) -> None:
+        self.push_screen(  # type: ignore[attr-defined]
+            OutputViewer(message.name, message.spool_path, message.kept,
+                         running=message.running))

@@ -157,9 +157,7 @@ def answered(app: KepApp, q: trust.Question, yes: bool) -> None:
         app.notify(str(e), title="Folder trust", severity="error", timeout=12)
         return
     app.ws.reconfigure(cfg)
-    from tuiapp.ui.live_reload import apply_to_chat
-
-    problem = apply_to_chat(app, cfg)  # a provider's new base_url applies from the next request
+    problem = app.chat.apply_config(cfg)  # a provider's new base_url: from the next request
     if problem:
         app.notify(f"Trusted, but {problem}", title="Folder trust", severity="warning")
     app.ws.start_mcp(emit=app._sink, on_state=app._mcp_state)
