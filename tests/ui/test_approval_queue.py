@@ -142,8 +142,8 @@ async def test_N_then_another_key_cancels(proj: Path) -> None:
 @pytest.mark.parametrize(("key", "action"), [("a", "allow"), ("d", "deny")])
 async def test_a_and_d_write_kep_toml_only_after_a_digit(
         proj: Path, key: str, action: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    # A window no loaded machine misses; the first press is made old instead of waited out.
-    monkeypatch.setattr(approval_module, "CONFIRM_SECONDS", 30.0, raising=False)
+    monkeypatch.setattr(approval_module, "CONFIRM_SECONDS", 1.0, raising=False)
+    monkeypatch.setattr(approval_module, "CHOOSE_SECONDS", 1.0)
     app = app_for(proj)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "shout notes.txt")

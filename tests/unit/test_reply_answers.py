@@ -4,6 +4,7 @@ would allow it; a deny rule's deny_message reaches the model."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from test_conversation import Recorder, Scripted
@@ -39,6 +40,7 @@ async def test_every_calls_verdict_is_foreseen_and_deny_all_covers_a_rule_allowe
     blanket: dict[str, Approval] = {}
 
     async def approver(call: ToolCall, spec: ToolSpec, verdict: Any) -> Approval:
+        await asyncio.sleep(0.5)  # the user reads the question (the verdicts arrive meanwhile)
         blanket.update({c: Approval(False) for c in ("c0", "c1", "c2")})  # N N on the first
         return Approval(False)
 

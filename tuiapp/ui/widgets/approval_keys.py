@@ -40,6 +40,7 @@ CHOOSE = {"session", "always_allow", "always_deny"}  # then a digit: what the gr
 CONFIRMED = {"allow_all", "deny_all"}  # then the same key again, or Enter
 GUARD_SECONDS = 0.5  # keys this soon after a call is shown were not meant for it
 CONFIRM_SECONDS = 3.0  # a started Y / N is forgotten after this long
+CHOOSE_SECONDS = 15.0  # and a list of grants (time to read it), so a late digit is typing
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,8 @@ class ApprovalPanel(Protocol):
 
     def _expire_confirm(self) -> None: ...
 
+    def _window(self, action: str) -> float: ...
+
     def _confirm_text(self, action: str) -> str: ...
 
 
@@ -208,8 +211,7 @@ class AnswerKeys:
                 getattr(self, f"action_{step.action}")()
         elif step.kind == "arm":
             self._armed_at = time.monotonic()
-            if step.action in CONFIRMED:  # (a list of grants stays until picked or Esc)
-                self.set_timer(CONFIRM_SECONDS + 0.05, self._expire_confirm)
+            self.set_timer(self._window(step.action) + 0.05, self._expire_confirm)
         self._hint()
 
     def press(self: ApprovalPanel, action: str) -> None:
@@ -231,8 +233,12 @@ class AnswerKeys:
             self.keys.pending = None
             self._hint()
 
+    def _window(self: ApprovalPanel, action: str) -> float:
+        return CHOOSE_SECONDS if action in CHOOSE else CONFIRM_SECONDS
+
     def _expire_confirm(self: ApprovalPanel) -> None:
-        if self.keys.pending and time.monotonic() - self._armed_at > CONFIRM_SECONDS:
+        pending = self.keys.pending
+        if pending and time.monotonic() - self._armed_at > self._window(pending[0]):
             self._cancel_confirm()
 
     def _confirm_text(self: ApprovalPanel, action: str) -> str:
