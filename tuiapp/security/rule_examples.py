@@ -49,9 +49,12 @@ def check_all(approval: ApprovalConfig) -> None:
             continue
         failed = check(rule)
         if failed is not None:
+            # origin: "kep.toml rule 3" (with ", line 12" once the rule's place is known)
             file, _, number = rule.origin.rpartition(" rule ")
+            number, _, line = number.partition(", line ")
+            where = f" (line {line})" if line else ""
             raise ConfigError(file or rule.origin, f"approval.rules[{number}].{failed[0]}",
-                              failed[1])
+                              failed[1] + where)
 
 
 def check(rule: Rule) -> tuple[str, str] | None:

@@ -109,7 +109,13 @@ class SessionStarts(App[int]):
     def on_mount(self) -> None:
         plan, self.pending_start = self.pending_start, None
         if plan is not None:
-            self.begin_plan(plan, ask=False, fresh=False)
+            self.run_worker(self._begin_pending(plan), group="start-pending")
+
+    async def _begin_pending(self, plan: StartPlan) -> None:
+        # After the first listing: a variables form pushed over the chat screen before its
+        # startup finished left the tools never ready, and the prompt never started.
+        await self.tools_ready.wait()  # type: ignore[attr-defined]
+        self.begin_plan(plan, ask=False, fresh=False)
 
     def begin_start(self, kind: str, name: str, sets: Mapping[str, str] | None = None) -> None:
         """The palette's choice: read the prompt/agent, then begin_plan."""
