@@ -25,9 +25,9 @@ GOAL_MS = 50.0
 
 
 def readme_rules() -> config.ApprovalConfig:  # type: ignore[name-defined]
-    text = (REPO / "README.md").read_text()
-    start = text.index("### Approval rules")
-    begin = text.index("```toml", start) + len("```toml")
+    """The documented example rules (the first TOML block of the approval topic)."""
+    text = (REPO / "tuiapp" / "docs" / "approval.md").read_text()
+    begin = text.index("```toml") + len("```toml")
     block = text[begin:text.index("```", begin)]
     return config.parse(tomllib.loads(block), "README", REPO).approval
 
