@@ -95,10 +95,12 @@ class Bubblewrap(Mechanism):
             if sock.is_dir() and not sock.is_symlink():
                 args += ["--tmpfs", str(sock)]
         root = profile.root
+        bound: list[Path] = []
         for v in profile.visible:  # only the private /tmp can hide them; elsewhere / shows them
             if _under(v, Path("/tmp")) and not _under(v, root) and v.exists() \
                     and not v.is_symlink():
                 args += ["--ro-bind", str(v), str(v)]
+                bound.append(v)
         args += ["--bind", str(root), str(root)]
         for w in profile.writable:
             if w.exists():
@@ -106,7 +108,7 @@ class Bubblewrap(Mechanism):
         for ro in profile.readonly:
             if ro.exists() or ro.is_symlink():
                 args += ["--ro-bind", str(ro), str(ro)]
-        shown = (root, *profile.writable)
+        shown = (root, *profile.writable, *bound)  # a hidden path in them is hidden again
         remount: list[str] = []  # last: what is mounted inside a hidden folder must fit first
         for h in profile.hidden:
             if _under(h, Path("/tmp")) and not any(_under(h, s) for s in shown):

@@ -54,6 +54,18 @@ def dotenv_files(root: Path) -> list[Path]:
     return sorted(found)
 
 
+def kep_install() -> list[Path]:
+    """Where kep itself and its interpreter live (its package with the bundled functions, the
+    venv, the base Python): shown read-only inside the walls even when they are under /tmp,
+    which the private /tmp would hide (a checkout or CI clone there)."""
+    import sys
+
+    here = Path(__file__).resolve().parents[3]  # the folder holding tuiapp/
+    places = [here, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
+              Path(os.path.realpath(sys.executable)).parent.parent]
+    return list(dict.fromkeys(places))
+
+
 def private_cache() -> Path:
     """Runtimes' caches inside the sandbox (npm, pip, Python bytecode): kep's own, not the
     user's real ones, which stay read-only (a tool must not poison them for the user)."""
@@ -84,6 +96,7 @@ def resolve(settings: SandboxConfig, root: Path, *, tool: str | None = None,
             readonly.append(p)
         elif p != root and p != Path("/"):
             visible.append(p)
+    visible += [p for p in kep_install() if p != root and p != Path("/")]
     hidden = [Path(os.path.realpath(p)) for p in hidden_list.hidden_paths(extra_hidden)]
     hidden += dotenvs if dotenvs is not None else dotenv_files(root)
     return Profile(
