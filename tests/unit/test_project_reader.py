@@ -272,4 +272,5 @@ def test_a_loki_config_yaml_linked_to_dev_zero_is_never_read_whole(checkout: Pat
                                                 "offline", "hi")):
         no_traceback(kep(*command, cwd=checkout))
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB, the largest child
-    assert peak < max(before, 600 * 1024), f"a child peaked at {peak // 1024} MB"
+    # (the largest child of this worker so far: unchanged means none of these went higher)
+    assert peak == before or peak < 600 * 1024, f"a child peaked at {peak // 1024} MB"
