@@ -186,26 +186,25 @@ def _checked(data: Any, path: Path | str) -> Any:
     return data
 
 
-def parse_toml(text: str, path: Path | str) -> dict[str, Any]:
+def _parse(text: str, path: Path | str, load: Callable[[str], Any],
+           error: type[Exception], kind: str) -> Any:
+    """`load(text)`, nesting checked before and after; a parse error is one line."""
     if _bracket_depth(text, MAX_DEPTH * 4):
         raise _deep(path)
     try:
-        return _checked(tomllib.loads(text), path)
-    except tomllib.TOMLDecodeError as e:
-        raise ProjectFileError(path, f"not valid TOML: {e}") from None
+        return _checked(load(text), path)
+    except error as e:
+        raise ProjectFileError(path, f"not valid {kind}: {e}") from None
     except RecursionError:
         raise _deep(path) from None
+
+
+def parse_toml(text: str, path: Path | str) -> dict[str, Any]:
+    return _parse(text, path, tomllib.loads, tomllib.TOMLDecodeError, "TOML")  # type: ignore[no-any-return]
 
 
 def parse_json(text: str, path: Path | str) -> Any:
-    if _bracket_depth(text, MAX_DEPTH * 4):
-        raise _deep(path)
-    try:
-        return _checked(json.loads(text), path)
-    except json.JSONDecodeError as e:
-        raise ProjectFileError(path, f"not valid JSON: {e}") from None
-    except RecursionError:
-        raise _deep(path) from None
+    return _parse(text, path, json.loads, json.JSONDecodeError, "JSON")
 
 
 def parse_yaml(text: str, path: Path | str) -> Any:
