@@ -139,7 +139,7 @@ async def test_a_generated_token_is_printed_and_required(served: Path) -> None:
 @pytest.mark.parametrize("address", ["0.0.0.0:0", "192.0.2.1:8080", "example.com:80"])
 def test_a_non_loopback_address_needs_allow_remote(served: Path, address: str) -> None:
     proc = _start(served, "--http", address, KEP_MCP_TOKEN=TOKEN)
-    out, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
     lines = err.decode().strip().splitlines()
     assert len(lines) == 1 and "--allow-remote" in lines[0] and "Traceback" not in lines[0]
@@ -149,7 +149,7 @@ def test_a_non_loopback_address_needs_allow_remote(served: Path, address: str) -
                                      ":80", "127.0.0.1:8080\n"])
 def test_a_bad_address_is_one_clear_line(served: Path, address: str) -> None:
     proc = _start(served, "--http", address, KEP_MCP_TOKEN=TOKEN)
-    out, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
     text = err.decode()
     assert "Traceback" not in text and len(text.strip().splitlines()) == 1
@@ -157,5 +157,5 @@ def test_a_bad_address_is_one_clear_line(served: Path, address: str) -> None:
 
 def test_a_short_env_token_is_refused(served: Path) -> None:
     proc = _start(served, "--http", "127.0.0.1:0", KEP_MCP_TOKEN="short")
-    out, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and "KEP_MCP_TOKEN" in err.decode()
