@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from tuiapp import __version__
-from tuiapp.mcp import startup
+from tuiapp.mcp import startup, tool_meta
 from tuiapp.mcp.servers import expand_headers, tool_name, unset_header_vars
 from tuiapp.mcp.state import ServerState, ServerStatus
 from tuiapp.mcp.stdio_transport import stdio_transport
@@ -271,11 +271,7 @@ class ServerConnection:
             if problem:
                 items.append(BrokenTool(where, "mcp", f"{tool.name}: {problem}", name))
                 continue
-            specs[name] = ToolSpec(
-                name=name, description=tool.description or tool.title or tool.name,
-                parameters=dict(tool.input_schema), format="mcp", source=source_key(self.name),
-                run={"server": self.name, "tool": tool.name, "read_only_hint": getattr(
-                    tool.annotations, "read_only_hint", None) is True})  # read-only mode asks
+            specs[name] = tool_meta.spec_of(self.name, name, tool, source_key(self.name))
         self.specs = specs
         self._publish([*specs.values(), *items])
         from tuiapp.mcp import known_tools

@@ -32,6 +32,7 @@ from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tuiapp import __version__
+from tuiapp.mcp import tool_meta
 from tuiapp.security import policy, secrets
 from tuiapp.security.approval_flow import HookRunner, hook_payload, with_hook
 from tuiapp.settings.config_types import ApprovalConfig
@@ -116,8 +117,7 @@ class KepMcpServer:
             except Exception:  # a timeout or a failed server: list what there is
                 pass
         return types.ListToolsResult(tools=[
-            types.Tool(name=spec.name, description=spec.description,
-                       input_schema=_object_schema(spec.parameters))
+            tool_meta.served_tool(spec, _object_schema(spec.parameters))
             for spec in self.visible().values()
         ])
 
@@ -153,7 +153,8 @@ class KepMcpServer:
             content: list[types.ContentBlock] = [types.TextContent(type="text", text=fin.result)]
             content += [types.ImageContent(type="image", data=i.data, mime_type=i.media_type)
                         for i in fin.images]
-            return types.CallToolResult(content=content)
+            # structuredContent passes on as the tool gave it (filtered like the text).
+            return types.CallToolResult(content=content, structured_content=fin.structured)
         return _error(_with_stderr_tail(fin.result, "".join(stderr)))
 
     async def _remember_session(self, ctx: ServerRequestContext[Any],
