@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from conftest import KEP, kep_env, write_tool
 from mcp import Client, StdioServerParameters
-from mcp import types as mt
 
 FAKE = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_annotated_server.py")
 OWN_TOOL = r'''#!/usr/bin/env python3
