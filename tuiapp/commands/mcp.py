@@ -88,8 +88,10 @@ async def serve(config: Config, wire_in: int, wire_out: int, *, allow_ask: bool 
     from mcp.server.stdio import stdio_server
 
     from tuiapp.mcp.client import McpFormat, McpManager
+    from tuiapp.mcp.served_resources import ProjectResources
     from tuiapp.mcp.server import FilteredWire, KepMcpServer
     from tuiapp.project.reloader import Reloader
+    from tuiapp.project.served_prompts import ProjectPrompts
     from tuiapp.project.workspace import Workspace
     from tuiapp.settings import paths
     from tuiapp.tools.formats import default_formats
@@ -122,7 +124,9 @@ async def serve(config: Config, wire_in: int, wire_out: int, *, allow_ask: bool 
 
     server = KepMcpServer(lambda: workspace.registry.tools, runner.execute,
                           lambda: workspace.config.approval, allow_ask=allow_ask, env=os.environ,
-                          before_first_list=servers_up, hooks=workspace.hooks())
+                          before_first_list=servers_up, hooks=workspace.hooks(),
+                          prompts=ProjectPrompts(config.project_root),
+                          resources=ProjectResources(config.project_root) if resources else None)
 
     async def on_config(cfg: Config | None, error: ConfigError | None) -> None:
         if error is not None:
