@@ -220,6 +220,12 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
                    help="with --http: allow a non-loopback address")
     s.add_argument("--resources", action="store_true",
                    help="also serve the project's files as resources (read-only)")
+    s = msub.add_parser("login", help="log in to an HTTP MCP server with OAuth (prints the URL)")
+    _common(s)
+    s.add_argument("name", metavar="NAME", help="the server's name in mcp.json or kep.toml")
+    s = msub.add_parser("logout", help="forget the OAuth tokens kep keeps for a server")
+    _common(s)
+    s.add_argument("name", metavar="NAME", help="the server's name in mcp.json or kep.toml")
 
     p = sub.add_parser("sessions", help="list, show, export, rename, delete or prune sessions")
     _common(p)

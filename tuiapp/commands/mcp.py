@@ -33,6 +33,10 @@ def main(args: argparse.Namespace) -> int:
         with _protocol_fds() as (wire_in, wire_out):
             return asyncio.run(serve(config, wire_in, wire_out, allow_ask=args.allow_ask,
                                      resources=args.resources))
+    if args.mcp_command in ("login", "logout"):
+        from tuiapp.commands.mcp_login import main as login_main
+
+        return login_main(args)
     print(f"kep: unknown mcp action {args.mcp_command!r}", file=sys.stderr)
     return 2
 

@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from tuiapp import __version__
-from tuiapp.mcp import startup, tool_meta
+from tuiapp.mcp import oauth, startup, tool_meta
 from tuiapp.mcp.servers import expand_headers, tool_name, unset_header_vars
 from tuiapp.mcp.state import ServerState, ServerStatus
 from tuiapp.mcp.stdio_transport import stdio_transport
@@ -211,8 +211,9 @@ class ServerConnection:
                 return sse_client(self.cfg.url, headers=headers or None,
                                   timeout=self.cfg.startup_timeout,
                                   httpx_client_factory=self._http_client)
+            auth = None if headers else oauth.stored_auth(self.cfg.name, self.cfg.url)  # login's
             return streamable_http_client(self.cfg.url,
-                                          http_client=self._http_client(headers or None))
+                                          http_client=self._http_client(headers or None, auth=auth))
         assert self.cfg.command
         # The environment every kep tool gets (no keys), plus the server's own `env`, whose
         # ${VAR} come from kep's environment: the way to pass a key on purpose.
@@ -298,7 +299,7 @@ class ServerConnection:
                 why += (f": headers use unset variable(s) {', '.join(unset)}" if unset
                         else ": check the credentials in its headers")
             else:
-                why += ": the server wants credentials (give them with headers)"
+                why += f": {oauth.login_hint(self.name)} (or give credentials with headers)"
             return why
         if status is not None:
             return f"HTTP {status} from {self.cfg.url}"
