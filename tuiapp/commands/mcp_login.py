@@ -39,9 +39,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"kep: {'logged out of' if forgot else 'was not logged in to'} {shown}")
         return 0
     from tuiapp.mcp import oauth
-    from tuiapp.mcp.client import _quiet_sdk_logging
 
-    _quiet_sdk_logging()  # the SDK logs failed flows with tracebacks: to kep's log, filtered
+    oauth.quiet_sdk_logging()  # the SDK logs failed flows with tracebacks: to kep's log
     def show(url: str) -> None:
         print(f"kep: open this URL in your browser to log in to {shown}:\n{url}", flush=True)
 

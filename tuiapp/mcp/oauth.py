@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -25,6 +26,9 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 
 from tuiapp.mcp.oauth_store import TokenStore
 from tuiapp.mcp.startup import StartRefused
+from tuiapp.security import secrets
+from tuiapp.security.logfile import LogHandler
+from tuiapp.settings import paths
 
 LOGIN_TIMEOUT = 300.0  # seconds the loopback receiver waits for the browser
 REQUEST_CAP = 16 * 1024
@@ -34,6 +38,17 @@ PAGE = (b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nConnectio
 
 class LoginNeeded(StartRefused):
     """The server wants a login kep cannot do here; the message names the command."""
+
+
+def quiet_sdk_logging() -> None:
+    """`kep mcp login` runs the SDK outside a chat: its log (a failed flow's traceback) goes
+    to kep's filtered, capped log file, not to the terminal."""
+    logger = logging.getLogger("mcp")
+    if not any(isinstance(h, LogHandler) for h in logger.handlers):
+        handler = LogHandler(paths.data_dir() / "logs" / "mcp-sdk.log", secrets.active)
+        handler.setLevel(logging.WARNING)
+        logger.addHandler(handler)
+    logger.propagate = False
 
 
 def login_hint(name: str) -> str:

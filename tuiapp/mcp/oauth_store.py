@@ -22,8 +22,8 @@ from typing import Any
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import ValidationError
 
-from tuiapp.security import secrets
-from tuiapp.settings import file_reader, paths
+from tuiapp.security import project_files, secrets
+from tuiapp.settings import paths
 
 CAP = 64 * 1024
 
@@ -54,9 +54,9 @@ class TokenStore:
 
     def _read(self) -> dict[str, Any]:
         try:
-            raw = file_reader.read_bytes(self.path, CAP)
+            raw = project_files.read_bytes(self.path, CAP)
             data = json.loads(raw) if raw else {}
-        except (file_reader.ProjectFileError, ValueError):
+        except (project_files.ProjectFileError, ValueError):
             return {}  # unreadable: as good as logged out (login writes a fresh one)
         if not isinstance(data, dict):
             return {}
