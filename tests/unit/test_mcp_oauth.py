@@ -170,3 +170,21 @@ def test_login_to_an_unknown_or_stdio_server_is_one_line(secured: Path) -> None:
     for name in ("nope", "bad\x1b[31mname"):
         code, _, err = login(secured, name, browse=False)
         assert code == 2 and len(err.strip().splitlines()) == 1 and "\x1b" not in err
+
+
+async def test_stored_tokens_are_secrets_of_the_filter() -> None:
+    """A token kep keeps is redacted everywhere kep filters (logs, sessions, the screen)."""
+    from mcp.shared.auth import OAuthToken
+
+    from tuiapp.mcp.oauth_store import TokenStore
+    from tuiapp.security import secrets
+
+    store = TokenStore("svc", "https://mcp.example.com/mcp")
+    access, refresh = "opaque-access-0123456789abcdef", "opaque-refresh-0123456789abcdef"
+    await store.set_tokens(OAuthToken(access_token=access, token_type="Bearer",
+                                      expires_in=60, refresh_token=refresh))
+    shown = secrets.active().redact(f"a log line with {access} and {refresh}")
+    assert access not in shown and refresh not in shown
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    assert store.path.is_relative_to(Path(os.environ["KEP_DATA_DIR"]))
+    assert store.forget() and not store.path.exists() and not store.forget()

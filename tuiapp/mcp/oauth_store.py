@@ -40,10 +40,10 @@ def token_path(name: str, url: str) -> Path:
 
 def _register(name: str, data: dict[str, Any]) -> None:
     tokens = data.get("tokens") or {}
-    secrets.note_passed({f"MCP_OAUTH_TOKEN_{name}": str(tokens.get("access_token") or ""),
-                         f"MCP_OAUTH_REFRESH_TOKEN_{name}": str(tokens.get("refresh_token") or ""),
-                         f"MCP_OAUTH_CLIENT_SECRET_{name}": str(
-                             (data.get("client") or {}).get("client_secret") or "")})
+    values = {f"MCP_OAUTH_TOKEN_{name}": tokens.get("access_token"),
+              f"MCP_OAUTH_REFRESH_TOKEN_{name}": tokens.get("refresh_token"),
+              f"MCP_OAUTH_CLIENT_SECRET_{name}": (data.get("client") or {}).get("client_secret")}
+    secrets.note_passed({k: v for k, v in values.items() if isinstance(v, str) and v})
 
 
 class TokenStore:
