@@ -134,3 +134,26 @@ async def test_resources_serve_project_files_and_nothing_else(content: Path) -> 
             assert SECRET not in str(e.value) and "outside the root" not in str(e.value)
         # Still serving after all that.
         assert "notes" in _text(await client.read_resource((content / "notes.txt").as_uri()))
+
+
+async def test_many_files_are_listed_in_pages_and_capped(project: Path) -> None:
+    (project / "kep.toml").write_text('[tools]\nbuiltins = false\n')
+    many = project / "many"
+    many.mkdir()
+    for i in range(1200):
+        (many / f"f{i:04}.txt").write_text("x")
+    (many / "tab\tand\nnewline.txt").write_text("odd name")  # not listed: not printable
+    async with Client(params(project, "--resources"), cache=None) as client:
+        seen: list[str] = []
+        cursor: str | None = None
+        pages = 0
+        while True:
+            page = await client.list_resources(cursor=cursor)
+            pages += 1
+            seen += [str(r.uri) for r in page.resources]
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        assert pages >= 3 and len(seen) == len(set(seen))
+        assert sum("/many/f" in u for u in seen) == 1200
+        assert not any("newline" in u for u in seen)

@@ -159,3 +159,26 @@ def test_a_short_env_token_is_refused(served: Path) -> None:
     proc = _start(served, "--http", "127.0.0.1:0", KEP_MCP_TOKEN="short")
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and "KEP_MCP_TOKEN" in err.decode()
+
+
+async def test_prompts_and_resources_over_http_keep_secrets_out(served: Path) -> None:
+    secret = "sk-live-abcdefghijklmnop0123456789"
+    (served / ".env").write_text(f"OPENAI_API_KEY={secret}\n")
+    (served / "notes.txt").write_text(f"the key is {secret}\n")
+    (served / "prompts" / "hello.prompt").write_text(".user Hello <<who>>\n")
+    proc = _start(served, "--http", "127.0.0.1:0", "--resources", KEP_MCP_TOKEN=TOKEN)
+    try:
+        url, _ = _wait_url(proc)
+        async with _client(url, TOKEN) as client:
+            assert [p.name for p in (await client.list_prompts()).prompts] == ["hello"]
+            got = await client.get_prompt("hello", {"who": secret})
+            shown = "".join(getattr(m.content, "text", "") for m in got.messages)
+            assert "Hello" in shown and secret not in shown  # filtered on the way out
+            notes = await client.read_resource((served / "notes.txt").as_uri())
+            text = "".join(getattr(c, "text", "") for c in notes.contents)
+            assert "the key is" in text and secret not in text
+            uris = [str(r.uri) for r in (await client.list_resources()).resources]
+            assert not any(".env" in u for u in uris)
+    finally:
+        proc.terminate()
+        proc.wait(10)
