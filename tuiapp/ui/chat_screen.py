@@ -82,6 +82,18 @@ class ChatScreen(Screen[None]):
         event.stop()
         event.prevent_default()
 
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        """The first "/" typed at the start of the prompt brings in the slash-command list
+        (ui/slash/menu.py): built then, not before the first frame."""
+        prompt = event.text_area
+        if (isinstance(prompt, PromptInput) and prompt.completer is None
+                and prompt.text.startswith("/") and prompt.parent is not None):
+            from tuiapp.ui.slash.menu import SlashMenu
+
+            menu = prompt.completer = SlashMenu()
+            prompt.parent.mount(menu, before=prompt)
+            self.call_after_refresh(lambda: menu.follow(prompt.text))
+
     def on_screen_resume(self) -> None:
         """Back from an overlay (viewer, picker, palette): the prompt has the keyboard again,
         unless an approval is waiting for an answer."""

@@ -9,7 +9,7 @@ as the newest entry and comes back after the last Down. Esc posts Interrupt.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from textual import events
 from textual.binding import Binding, BindingType
@@ -17,6 +17,16 @@ from textual.message import Message
 from textual.widgets import TextArea
 
 HISTORY_LIMIT = 500
+
+
+class Completer(Protocol):
+    """A list that follows what is typed (the slash-command list, ui/slash/menu.py, which
+    the chat screen attaches on the first "/"): it may take keys while it is open."""
+
+    @property
+    def is_open(self) -> bool: ...
+    def follow(self, text: str) -> None: ...
+    def take_key(self, key: str, prompt: PromptInput) -> bool: ...
 
 
 class PromptHistory:
@@ -81,9 +91,19 @@ class PromptInput(TextArea):
             **kwargs,  # type: ignore[arg-type]
         )
         self.prompt_history = PromptHistory(history)
+        self.completer: Completer | None = None
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        if event.text_area is self and self.completer is not None:
+            self.completer.follow(self.text)
 
     async def _on_key(self, event: events.Key) -> None:
         # Runs before TextArea's own handler (which would insert "\n" for Enter).
+        menu = self.completer
+        if menu is not None and menu.is_open and menu.take_key(event.key, self):
+            event.stop()
+            event.prevent_default()
+            return
         if event.key == "enter":
             event.stop()
             event.prevent_default()
