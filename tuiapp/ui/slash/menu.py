@@ -55,13 +55,13 @@ def matching(all_entries: list[Entry], typed: str) -> list[Entry]:
 
 
 def row(entry: Entry) -> Content:
-    parts: list[str | Content | tuple[str | Content, str]] = [
-        (literal("/" + entry.name, line=True, limit=60), "bold" if entry.enabled else "")]
+    name = literal("/" + entry.name, line=True, limit=60)
+    parts: list[Content | str] = [name.stylize("bold") if entry.enabled else name]
     if entry.usage:
-        parts += [" ", (literal(entry.usage, line=True, limit=60), "italic")]
+        parts += [" ", literal(entry.usage, line=True, limit=60).stylize("italic")]
     parts += ["  ", literal(entry.description, line=True, limit=120)]
     if entry.note:
-        parts += ["  ", (literal(f"({entry.note})", line=True, limit=80), "dim")]
+        parts += ["  ", literal(f"({entry.note})", line=True, limit=80).stylize("dim")]
     return Content.assemble(*parts)
 
 
