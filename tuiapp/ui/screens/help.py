@@ -50,7 +50,8 @@ class HelpScreen(ModalScreen[None]):
     HelpScreen #help-topics { width: 28; height: 1fr; border: none; }
     HelpScreen TopicViewer { width: 1fr; height: 1fr; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "close")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "close", id="help_close")]
 
     def __init__(self, topic: str = "overview") -> None:
         super().__init__()

@@ -9,14 +9,17 @@ are one line, and the typed text goes back into the prompt so nothing is lost.
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tuiapp.project import slash
-from tuiapp.ui.literal import literal, say
+from tuiapp.ui.literal import say
 from tuiapp.ui.slash.builtins import BUILTINS
 
 if TYPE_CHECKING:
     from tuiapp.ui.app_api import KepApp
+
+
+WARN: dict[str, Any] = {"title": "Command", "severity": "warning", "timeout": 8}
 
 
 def user_commands(app: KepApp) -> list[slash.UserCommand]:
@@ -35,12 +38,14 @@ async def handle(app: KepApp, text: str) -> str | None:
         from tuiapp.ui.slash.shell import run_line
 
         if not line.text:
-            _give_back(app, text, say("Type a command after ! (!! sends a line starting !)."))
+            _give_back(app, text)
+            app.notify(say("Type a command after ! (!! sends a line starting !)."), **WARN)
         else:
             run_line(app, line.text)
         return None
     if not line.name:
-        _give_back(app, text, say("Type a command after / (// sends a line starting /)."))
+        _give_back(app, text)
+        app.notify(say("Type a command after / (// sends a line starting /)."), **WARN)
         return None
     found = BUILTINS.get(line.name)
     if found is not None:
@@ -52,20 +57,19 @@ async def handle(app: KepApp, text: str) -> str | None:
         if cmd.name == line.name and not cmd.shadowed:
             _start(app, cmd, text, line.args)
             return None
-    _give_back(app, text, say("Unknown command /{}: type / for the list, // to send the line "
-                              "as text.", line.name))
+    _give_back(app, text)
+    app.notify(say("Unknown command /{}: type / for the list, // to send the line as text.",
+                   line.name), **WARN)
     return None
 
 
-def _give_back(app: KepApp, text: str, why: object) -> None:
-    """One line saying why, and the typed text back in the prompt (nothing sent, nothing
-    lost)."""
+def _give_back(app: KepApp, text: str) -> None:
+    """The typed text back in the prompt (nothing sent, nothing lost); the caller says why
+    in one line."""
     prompt = app.query_one("#prompt")  # (by id: ui/widgets may import this package)
     if not prompt.text:
         prompt.load_text(text)
         prompt.move_cursor(prompt.document.end)
-    app.notify(why if not isinstance(why, str) else literal(why), title="Command",
-               severity="warning", timeout=8)
 
 
 def _start(app: KepApp, cmd: slash.UserCommand, text: str, args: str) -> None:
@@ -75,12 +79,14 @@ def _start(app: KepApp, cmd: slash.UserCommand, text: str, args: str) -> None:
     from tuiapp.project.session_start import StartError, prepare
 
     if app.busy:
-        _give_back(app, text, say("kep is still answering: Esc interrupts it first."))
+        _give_back(app, text)
+        app.notify(say("kep is still answering: Esc interrupts it first."), **WARN)
         return
     try:
         values = slash.bind(args, cmd.params, free=cmd.source == "mcp")
         plan = prepare(app.ws, prompt=cmd.ref, sets=values)
     except (slash.SlashError, StartError, PromptError) as e:
-        _give_back(app, text, say("/{}: {}", cmd.name, e))
+        _give_back(app, text)
+        app.notify(say("/{}: {}", cmd.name, e), **WARN)
         return
     app.begin_plan(plan, ask=False)
