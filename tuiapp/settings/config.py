@@ -189,6 +189,9 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
     sandbox = _sandbox(r.sub("sandbox"))
     off = ([f"{file}: [sandbox] enabled = false: tools run without the kernel walls"]
            if not sandbox.enabled else [])
+    keys = r.get("keys", (object, bool), {})  # any value: a wrong one is a warning, not an error
+    if not isinstance(keys, dict):
+        off.append(f"{file}: keys: expected a table ([keys] action = \"key\"); ignored")
     return Config(
         sandbox=sandbox,
         model=r.get("model", str),
@@ -206,7 +209,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
                             ur.get("notify_bell", bool, True),
                             ur.choice("notify_desktop", NOTIFY_DESKTOP, "auto")),
         system_prompt=r.get("system_prompt", str),
-        keys=dict(r.get("keys", dict, {})),  # action = "key": checked by the screen (ui/keys)
+        keys=keys if isinstance(keys, dict) else {},  # action = "key": checked by ui/keys
         project_root=project_root,
         raw=dict(data),
         warnings=tuple([*r.unknown_keys(), *off]),

@@ -89,7 +89,8 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
 )}
 
 MODIFIERS = ("ctrl", "alt", "shift", "super", "meta", "hyper")
-_NAMED = {k.value for k in Keys if not k.value.startswith("<")} | {"ctrl+enter", "space"}
+_NAMED = ({k.value for k in Keys if not k.value.startswith("<")} | {"ctrl+enter", "space"}
+          | {_character_to_key(chr(c)) for c in range(33, 127)})
 _in_force: dict[str, str] = {a.name: a.default for a in ACTIONS.values()}
 
 
@@ -113,7 +114,7 @@ def typeable(one: str) -> bool:
         return False
     if len(base) == 1:
         return base.isprintable() and not base.isspace()
-    return base in _NAMED or f"ctrl+{base}" in _NAMED or base == _character_to_key(base)
+    return base in _NAMED or f"ctrl+{base}" in _NAMED
 
 
 def _problem(action: Action, value: object) -> str | None:
@@ -179,6 +180,12 @@ def apply(table: Mapping[str, object]) -> list[str]:
     _in_force.clear()
     _in_force.update(force)
     return lines
+
+
+def moved() -> str:
+    """The user's changes in force, for the help screen's key page ("" when none)."""
+    return " · ".join(f"{n} {shown(k)} (default {shown(ACTIONS[n].default)})"
+                      for n, k in _in_force.items() if k != ACTIONS[n].default)
 
 
 def shown(keys: str) -> str:
