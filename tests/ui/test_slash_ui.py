@@ -230,3 +230,17 @@ async def test_two_hundred_commands(tmp_path: Path) -> None:
         assert app.query_one(PromptInput).region.height > 0
         await type_text(pilot, "cmd19")
         assert [r.split()[0] for r in rows(app)] == [f"/cmd19{i}" for i in range(10)]
+
+
+async def test_history_walks_past_a_recalled_command(tmp_path: Path) -> None:
+    app = app_for(make_project(tmp_path / "proj"), provider=quiet())
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "/")  # the list exists from here on
+        prompt = app.query_one(PromptInput)
+        prompt.clear()
+        for entry in ("first", "/mode", "last"):
+            prompt.prompt_history.add(entry)
+        await pilot.press("up", "up")
+        assert prompt.text == "/mode" and not menu(app).is_open
+        await pilot.press("up")
+        assert prompt.text == "first"

@@ -48,6 +48,10 @@ class PromptHistory:
             del self.entries[:-HISTORY_LIMIT]
         self._index = None
 
+    @property
+    def browsing(self) -> bool:
+        return self._index is not None
+
     def older(self, current: str) -> str | None:
         if not self.entries:
             return None
@@ -101,7 +105,8 @@ class PromptInput(TextArea):
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         if event.text_area is self and self.completer is not None:
-            self.completer.follow(self.text)
+            # A recalled "/command" opens no list: ↑ and ↓ keep walking the history.
+            self.completer.follow("" if self.prompt_history.browsing else self.text)
 
     async def _on_key(self, event: events.Key) -> None:
         # Runs before TextArea's own handler (which would insert "\n" for Enter).
