@@ -84,6 +84,9 @@ async def test_an_mcp_servers_resources_and_prompts_show_in_the_functions_panel(
                         timeout=60, what="the server and its prompt in the functions panel")
             assert "2 resources (readme, schema)" in text() and "1 prompt (review)" in text()
             assert "mcp:docs/review" in {c.name for c in choices(app.ws)}
+            from tuiapp.ui.slash.dispatch import user_commands  # and it is `/review`
+
+            assert [c.ref for c in user_commands(app) if c.name == "review"] == ["mcp:docs/review"]
     finally:
         proc.kill()
         proc.wait(10)

@@ -86,3 +86,14 @@ def test_two_hundred_prompt_files(tmp_path: Path) -> None:
     ws = workspace(tmp_path, {f"p{i:03}": f".user number {i} <<x>>\n" for i in range(200)})
     cmds = slash.user_commands(ws, ())  # type: ignore[arg-type]
     assert len(cmds) == 200 and cmds[0].name == "p000" and cmds[0].usage == "x"
+
+
+def test_mcp_prompts_are_commands_and_can_be_shadowed(tmp_path: Path) -> None:
+    ws = workspace(tmp_path, {"weather": ".user from a file\n"})
+    states = {"srv": SimpleNamespace(prompts=("weather", "forecast", "help", "x\x1b[2Jy"))}
+    ws.mcp = SimpleNamespace(states=lambda: states)
+    cmds = {c.name: c for c in slash.user_commands(ws, {"help"})}  # type: ignore[arg-type]
+    assert cmds["weather"].source == "prompt"  # the project's file came first
+    assert cmds["forecast"].ref == "mcp:srv/forecast" and cmds["forecast"].source == "mcp"
+    assert cmds["help"].shadowed
+    assert "x\x1b[2Jy" in cmds  # kept as named; the list shows it through the display edge

@@ -28,7 +28,13 @@ _runners: dict[str, Runner] = {}  # call id → the runner of a `!` line still r
 
 
 def run_line(app: KepApp, command: str) -> None:
-    """Decide, then run in the background; a refusal is one line (nothing ran)."""
+    """Decide, then run, in the background (once the tools are listed); a refusal is one
+    line (nothing ran)."""
+    app.run_worker(_decide(app, command), group="shell-line", exit_on_error=False)
+
+
+async def _decide(app: KepApp, command: str) -> None:
+    await app.tools_ready.wait()  # execcmd is listed, the panes are mounted
     spec = app.ws.registry.tools.get(TOOL)
     if spec is None:
         app.notify(say("! needs the {} tool, and it is not listed (kep.toml [tools] builtins?).",
@@ -40,11 +46,10 @@ def run_line(app: KepApp, command: str) -> None:
         app.notify(say("! {}: denied by {}. Nothing was run.", command, verdict.why()),
                    title="Shell", severity="warning", timeout=12)
         return
-    app.run_worker(_run(app, spec, call), group="shell-line", exit_on_error=False)
+    await _run(app, spec, call)
 
 
 async def _run(app: KepApp, spec: object, call: ToolCall) -> None:
-    await app.tools_ready.wait()  # the panes are mounted by then
     runner = _runners[call.id] = app.ws.runner("shell-lines")
     panes = app.panes
 
