@@ -37,6 +37,8 @@ async def test_a_shell_line_runs_shows_its_output_and_offers_it(
         assert "second" in shown and "\x1b" not in shown and "\x07" not in shown
         block = app.query_one(ShellResult)
         assert "exit 0" in str(block.query_one(".shell-status").render())
+        preview = str(block.query_one(".shell-output").render())  # seen without the panes
+        assert "second" in preview and "\x1b" not in preview and "\x07" not in preview
         block.query_one("#shell-attach", Button).press()
         prompt = app.query_one(PromptInput)
         await until(pilot, lambda: "second" in prompt.text, what="the output in the prompt")

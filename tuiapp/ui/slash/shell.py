@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from tuiapp.ui.app_api import KepApp
 
 TOOL = "execcmd"
+PREVIEW_LINES = 5
 ATTACH_CAP = 64 * 1024  # characters of output added to a message (the pane has it all)
 _runners: dict[str, Runner] = {}  # call id → the runner of a `!` line still running
 
@@ -92,6 +93,7 @@ class ShellResult(Vertical):
     DEFAULT_CSS = """
     ShellResult { height: auto; margin: 0 1 1 1; padding: 0 1; border-left: thick $accent; }
     ShellResult Horizontal { height: auto; }
+    ShellResult .shell-output { color: $text-muted; }
     ShellResult Button { margin-right: 1; }
     """
     def __init__(self, command: str, finished: ToolFinished, output: str) -> None:
@@ -103,6 +105,10 @@ class ShellResult(Vertical):
         code = "-" if fin.exit_code is None else str(fin.exit_code)
         lines = self.output.count("\n") + (not self.output.endswith("\n") and bool(self.output))
         yield Static(say("! {}", self.command), classes="shell-command")
+        tail = self.output.rstrip("\n").split("\n")[-PREVIEW_LINES:]
+        if self.output.strip():  # the end of it here too (a narrow screen hides the panes)
+            yield Static(literal("\n".join(line[:200] for line in tail)),
+                         classes="shell-output")
         yield Static(say("{} · exit {} · {} line{} of output (in the tool pane)", fin.status,
                          code, lines, "s" * (lines != 1)), classes="shell-status")
         with Horizontal():
