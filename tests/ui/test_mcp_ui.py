@@ -86,7 +86,13 @@ async def test_an_mcp_servers_resources_and_prompts_show_in_the_functions_panel(
             assert "mcp:docs/review" in {c.name for c in choices(app.ws)}
             from tuiapp.ui.slash.dispatch import user_commands  # and it is `/review`
 
-            assert [c.ref for c in user_commands(app) if c.name == "review"] == ["mcp:docs/review"]
+            (review,) = [c for c in user_commands(app) if c.name == "review"]
+            assert review.ref == "mcp:docs/review" and review.usage == "change"
+            assert review.description == "Review a change (MCP prompt of docs)"
+            await send(pilot, "/review 'a typo in the README'")  # its argument, by position
+            await until(pilot, lambda: any("Review this change: a typo in the README"
+                                           in m.content for m in app.chat.history),
+                        what="the server's prompt in the conversation")
     finally:
         proc.kill()
         proc.wait(10)

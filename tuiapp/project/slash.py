@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tuiapp.conversation import prompt_file, prompt_variables
 from tuiapp.conversation.prompt_model import PromptError
@@ -124,9 +124,9 @@ def user_commands(ws: Workspace, builtins: Collection[str]) -> list[UserCommand]
     found: list[UserCommand] = [_from_file(p, s) for p, s in _prompt_files(ws.root)]
     mcp = getattr(ws, "mcp", None)
     for server, state in sorted(mcp.states().items()) if mcp is not None else ():
+        info = {p.name: p for p in getattr(state, "prompt_info", ())}
         for name in state.prompts:
-            found.append(UserCommand(name, f"MCP prompt of {server} (arguments: NAME=VALUE)",
-                                     f"mcp:{server}/{name}", source="mcp"))
+            found.append(_from_mcp(server, name, info.get(name)))
     out: dict[str, UserCommand] = {}
     for cmd in found:
         if cmd.name in out:
@@ -135,6 +135,18 @@ def user_commands(ws: Workspace, builtins: Collection[str]) -> list[UserCommand]
             cmd = UserCommand(cmd.name, cmd.description, cmd.ref, cmd.params, cmd.source, True)
         out[cmd.name] = cmd
     return list(out.values())
+
+
+def _from_mcp(server: str, name: str, info: Any) -> UserCommand:
+    """A server's prompt: its description and arguments when prompts/list gave them."""
+    about = f"MCP prompt of {server}"
+    if info is None:
+        return UserCommand(name, f"{about} (arguments: NAME=VALUE)", f"mcp:{server}/{name}",
+                           source="mcp")
+    params = tuple(Param(a.name, a.description, None if a.required else "")
+                   for a in info.arguments if a.name)
+    desc = f"{info.description} ({about})" if info.description else about
+    return UserCommand(name, desc, f"mcp:{server}/{name}", params, "mcp")
 
 
 def bind(args: str, params: Sequence[Param], *, free: bool = False) -> dict[str, str]:
