@@ -50,8 +50,15 @@ def entries(app: object) -> list[Entry]:
 def matching(all_entries: list[Entry], typed: str) -> list[Entry]:
     """Names that start with what was typed, then names that contain it (case ignored)."""
     word = typed.lower()
-    first = [e for e in all_entries if e.name.lower().startswith(word)]
-    return first + [e for e in all_entries if word in e.name.lower() and e not in first]
+    first: list[Entry] = []
+    inside: list[Entry] = []
+    for e in all_entries:
+        name = e.name.lower()
+        if name.startswith(word):
+            first.append(e)
+        elif word in name:
+            inside.append(e)
+    return first + inside
 
 
 def row(entry: Entry) -> Content:
