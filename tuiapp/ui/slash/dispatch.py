@@ -84,6 +84,9 @@ def _start(app: KepApp, cmd: slash.UserCommand, text: str, args: str) -> None:
         return
     try:
         values = slash.bind(args, cmd.params, free=cmd.source == "mcp")
+        missing = [p.name for p in cmd.params if p.default is None and p.name not in values]
+        if cmd.source == "mcp" and missing:  # (no form for a server's prompt: say what)
+            raise slash.SlashError(f"it needs {', '.join(missing)}: /{cmd.name} {cmd.usage}")
         plan = prepare(app.ws, prompt=cmd.ref, sets=values)
     except (slash.SlashError, StartError, PromptError) as e:
         _give_back(app, text)
