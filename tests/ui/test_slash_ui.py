@@ -244,3 +244,18 @@ async def test_history_walks_past_a_recalled_command(tmp_path: Path) -> None:
         assert prompt.text == "/mode" and not menu(app).is_open
         await pilot.press("up")
         assert prompt.text == "first"
+
+
+async def test_the_list_stays_right_above_the_prompt(tmp_path: Path) -> None:
+    from textual.widgets import Static
+
+    app = app_for(make_project(tmp_path / "proj"), provider=quiet())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await type_text(pilot, "/")
+        prompt = app.query_one(PromptInput)
+        chat = prompt.parent
+        assert chat is not None
+        await chat.mount(Static("a panel mounted later", id="later"), before=prompt)
+        await type_text(pilot, "m")
+        children = list(chat.children)
+        assert children.index(menu(app)) + 1 == children.index(prompt)

@@ -101,10 +101,22 @@ class SlashMenu(OptionList):
         if not self.shown:
             self.close(keep=True)
             return
+        self._beside_prompt()
         self.set_options([Option(row(e), disabled=not e.enabled) for e in self.shown])
         enabled = [i for i, e in enumerate(self.shown) if e.enabled]
         self.highlighted = enabled[0] if enabled else None
         self.add_class("-open")
+
+    def _beside_prompt(self) -> None:
+        """Right above the prompt, also when a panel was mounted before the prompt later."""
+        parent = self.parent
+        if parent is None:
+            return
+        siblings = list(parent.children)
+        after = siblings.index(self) + 1
+        prompt = next((w for w in siblings if w.id == "prompt"), None)
+        if prompt is not None and (after >= len(siblings) or siblings[after] is not prompt):
+            parent.move_child(self, before=prompt)
 
     def close(self, keep: bool = False) -> None:
         self.remove_class("-open")
