@@ -259,3 +259,17 @@ async def test_the_list_stays_right_above_the_prompt(tmp_path: Path) -> None:
         await type_text(pilot, "m")
         children = list(chat.children)
         assert children.index(menu(app)) + 1 == children.index(prompt)
+
+
+async def test_slash_typed_with_the_keyboard_elsewhere_opens_the_list(tmp_path: Path) -> None:
+    from tuiapp.ui.widgets.transcript import Transcript
+
+    app = app_for(make_project(tmp_path / "proj"), provider=quiet())
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, app.tools_ready.is_set, what="tools")
+        app.query_one(Transcript).focus()
+        await pilot.pause(0.6)  # (past the guard: the transcript has had the keyboard)
+        await pilot.press("slash", "h", "e")
+        await until(pilot, lambda: app.query(SlashMenu) and menu(app).is_open, what="list")
+        assert app.query_one(PromptInput).text == "/he"
+        assert rows(app)[0].startswith("/help")
