@@ -29,7 +29,8 @@ KEYS: dict[str, tuple[tuple[str, str, str], ...]] = {
               ("ctrl+p", "commands", "app.command_palette")),
 }
 _APPROVAL = {"y": "{approve}", "n": "{deny}", "s/a + digit": "{session}/{always} + digit",
-             "e": "{edit}", "Y Y/N N": "{approve_all} {approve_all}/{deny_all} {deny_all}"}
+             "e": "{edit}", "Y Y/N N": "{approve_all} {approve_all}/{deny_all} {deny_all}",
+             "esc": "{approval_back}"}
 
 
 def in_force(key: str, action: str) -> str:
@@ -39,7 +40,7 @@ def in_force(key: str, action: str) -> str:
     if name in keys.ACTIONS:
         return keys.shown(keys.key(name))
     if key in _APPROVAL:
-        return _APPROVAL[key].format(**{n: keys.key(n) for n in keys.ACTIONS})
+        return _APPROVAL[key].format(**{n: keys.shown(keys.key(n)) for n in keys.ACTIONS})
     return key
 
 
