@@ -73,3 +73,15 @@ def test_the_attachment_is_fenced_bounded_and_clean() -> None:
     text = attachment("cat x", "a ``` fence\x1b[31m red\n" + "y" * 100_000)
     assert text.startswith("````\n$ cat x\n") and text.rstrip().endswith("````")
     assert "\x1b" not in text and len(text) < 70_000 and "more characters" in text
+
+
+async def test_two_shell_lines_one_after_the_other(tmp_path: Path) -> None:
+    app = app_for(project(tmp_path), provider=ScriptedProvider([]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await send(pilot, "!echo one")
+        await until(pilot, lambda: len(app.query(ShellResult)) == 1, timeout=30, what="one")
+        await send(pilot, "!echo two; exit 3")
+        await until(pilot, lambda: len(app.query(ShellResult)) == 2, timeout=30, what="two")
+        last = app.query(ShellResult).last()
+        assert "exit 3" in str(last.query_one(".shell-status").render())
+        assert "two" in str(last.query_one(".shell-output").render())

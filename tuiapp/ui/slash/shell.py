@@ -18,6 +18,7 @@ from tuiapp.tools.runner import Runner
 from tuiapp.ui.literal import literal, say
 from tuiapp.vocab.events import Event, ToolCallRequested, ToolFinished
 from tuiapp.vocab.messages import ToolCall
+from tuiapp.vocab.tool_specs import ToolSpec
 
 if TYPE_CHECKING:
     from tuiapp.ui.app_api import KepApp
@@ -50,19 +51,31 @@ async def _decide(app: KepApp, command: str) -> None:
     await _run(app, spec, call)
 
 
-async def _run(app: KepApp, spec: object, call: ToolCall) -> None:
-    runner = _runners[call.id] = app.ws.runner("shell-lines")
+def _runner(app: KepApp) -> Runner:
+    """One runner for the app's `!` lines (its spool pruned as the workbench's is)."""
+    runner: Runner | None = getattr(app, "_shell_runner", None)
+    if runner is None:
+        from tuiapp.tools.direct import prune_spool
+
+        runner = app.ws.runner("shell-lines")
+        prune_spool(runner.spool_dir)
+        app._shell_runner = runner  # type: ignore[attr-defined]
+    return runner
+
+
+async def _run(app: KepApp, spec: ToolSpec, call: ToolCall) -> None:
+    runner = _runners[call.id] = _runner(app)
     panes = app.panes
 
     def emit(event: Event) -> None:
         panes.handle(event)
 
-    emit(ToolCallRequested(call, getattr(spec, "source", ""), getattr(spec, "format", "")))
+    emit(ToolCallRequested(call, spec.source, spec.format))
     if not app.narrow:
         panes.remove_class("-hidden")
         app.fit_panels()
     try:
-        outcome = await runner.run(spec, call, emit)  # type: ignore[arg-type]
+        outcome = await runner.run(spec, call, emit)
     finally:
         _runners.pop(call.id, None)
     await app.query_one("#transcript").add(ShellResult(call.arguments["cmd"], outcome.finished,
