@@ -95,3 +95,30 @@ def set_value(file: Path, key: str, value: Any) -> None:
     from tuiapp.settings import toml_write
 
     write_toml_atomic(file, data, lambda text: toml_write.with_value(text, key, value))
+
+
+def add_sandbox_host(file: Path, tool: str, host: str) -> tuple[Any, Any]:
+    """Add `host` ("pypi.org:443") to `[sandbox.tools.TOOL] network` in `file`, atomically.
+    A tool with no list of its own gets one (`"ask"` or absent becomes `[host]`: the others
+    are still asked about; `"on"` stays). Returns `[sandbox] tools` before and after (None
+    when there was none), for folder trust."""
+    import copy
+
+    data = read_toml(file)
+    before = copy.deepcopy(data.get("sandbox", {}).get("tools")) if isinstance(
+        data.get("sandbox"), dict) else None
+    sandbox = dict(data.get("sandbox", {}))
+    tools = dict(sandbox.get("tools", {}))
+    entry = dict(tools.get(tool, {}))
+    net = entry.get("network")
+    if net == "on" or (isinstance(net, list) and host in net):
+        return before, before
+    entry["network"] = [*(net if isinstance(net, list) else []), host]
+    tools[tool] = entry
+    sandbox["tools"] = tools
+    data["sandbox"] = sandbox
+    from tuiapp.settings import toml_write
+
+    write_toml_atomic(file, data, lambda text: toml_write.with_sandbox_host(
+        text, tool, entry["network"]))
+    return before, tools

@@ -144,6 +144,13 @@ def set_network_asker(asker: Any) -> None:
         _state.proxy.asker = asker
 
 
+def network_grant(tool: str, entry: str, allow: bool = True) -> None:
+    """A session answer given outside the proxy's own question (the approval panel's `s`,
+    `a` and `d` lists): `tool` may (or may not) reach `entry` until kep ends."""
+    if _state.proxy is not None:
+        (_state.proxy.allow if allow else _state.proxy.refuse)(tool, entry)
+
+
 async def _ensure_probed() -> None:
     if _state.mechanism is None:  # the one-time probe runs a process: not on the loop
         await asyncio.to_thread(mechanism)

@@ -214,8 +214,10 @@ class ApprovalPanel(GrantChoices, AnswerKeys, Vertical, can_focus=True):
             title.update(Content.styled("Waiting for the next call of this reply…", "dim"))
             return
         more = f"   (+{len(self.queue) - 1} waiting)" if len(self.queue) > 1 else ""
-        title.update(Content.assemble("Run ", (printable_line(req.call.name), "bold"), "?",
-                                      (more, "dim")))
+        net = req.call.arguments.get("reach") if req.spec.format == "network" else None
+        title.update(Content.assemble("Let " if net else "Run ", (printable_line(
+            req.call.name), "bold"), f" reach {printable_line(str(net))}?" if net else "?",
+            (more, "dim")))
 
     def _draw_list(self) -> None:
         req = self.current
