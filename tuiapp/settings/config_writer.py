@@ -98,10 +98,15 @@ def set_value(file: Path, key: str, value: Any) -> None:
 
 
 def add_sandbox_host(file: Path, tool: str, host: str) -> tuple[Any, Any]:
-    """Add `host` ("pypi.org:443") to `[sandbox.tools.TOOL] network` in `file`, atomically.
-    A tool with no list of its own gets one (`"ask"` or absent becomes `[host]`: the others
-    are still asked about; `"on"` stays). Returns `[sandbox] tools` before and after (None
-    when there was none), for folder trust."""
+    """Add `host` ("pypi.org:443") to `[sandbox.tools.TOOL] network` in `file` (a tool with
+    `"ask"` or no list gets `[host]`: the others are still asked about; `"on"` stays)."""
+    return add_sandbox_entry(file, tool, "network", host)
+
+
+def add_sandbox_entry(file: Path, tool: str, key: str, value: str) -> tuple[Any, Any]:
+    """Add `value` to the list `[sandbox.tools.TOOL] key` (network, writable) in `file`,
+    atomically, comments kept. Returns `[sandbox] tools` before and after (None when there
+    was none), for folder trust."""
     import copy
 
     data = read_toml(file)
@@ -110,15 +115,15 @@ def add_sandbox_host(file: Path, tool: str, host: str) -> tuple[Any, Any]:
     sandbox = dict(data.get("sandbox", {}))
     tools = dict(sandbox.get("tools", {}))
     entry = dict(tools.get(tool, {}))
-    net = entry.get("network")
-    if net == "on" or (isinstance(net, list) and host in net):
+    now = entry.get(key)
+    if now == "on" or (isinstance(now, list) and value in now):
         return before, before
-    entry["network"] = [*(net if isinstance(net, list) else []), host]
+    entry[key] = [*(now if isinstance(now, list) else []), value]
     tools[tool] = entry
     sandbox["tools"] = tools
     data["sandbox"] = sandbox
     from tuiapp.settings import toml_write
 
-    write_toml_atomic(file, data, lambda text: toml_write.with_sandbox_host(
-        text, tool, entry["network"]))
+    write_toml_atomic(file, data, lambda text: toml_write.with_sandbox_list(
+        text, tool, key, entry[key]))
     return before, tools

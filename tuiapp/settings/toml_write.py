@@ -158,8 +158,8 @@ def write_atomic(path: Path, text: str) -> Path:
     return target
 
 
-def with_sandbox_host(text: str, tool: str, network: list[str]) -> str | None:
-    """`text` with `[sandbox.tools.TOOL] network` set to `network`, the rest kept."""
+def with_sandbox_list(text: str, tool: str, key: str, value: list[str]) -> str | None:
+    """`text` with `[sandbox.tools.TOOL] key` set to `value`, the rest kept."""
     import tomlkit
     from tomlkit.items import InlineTable, Table
 
@@ -182,5 +182,5 @@ def with_sandbox_host(text: str, tool: str, network: list[str]) -> str | None:
         tools.append(tool, entry)
     if not isinstance(entry, Table | InlineTable):
         return None
-    entry["network"] = network
+    entry[key] = value
     return tomlkit.dumps(doc)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tuiapp.security.sandbox import profile as profiles
+from tuiapp.security.sandbox import walls
 from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
 from tuiapp.security.sandbox.bubblewrap import Bubblewrap
 from tuiapp.security.sandbox.none import NoSandbox
@@ -238,9 +239,9 @@ def profile_for(cwd: Path | str | None, *, tool: str | None = None, server: str 
         if _state.dotenvs is None:
             _state.dotenvs = profiles.dotenv_files(root)
         dotenvs = _state.dotenvs
-    return profiles.resolve(_state.settings, root, tool=tool, server=server,
-                            tool_dirs=_state.tool_dirs, call_files=tuple(call_files),
-                            dotenvs=dotenvs)
+    return walls.widened(profiles.resolve(
+        _state.settings, root, tool=tool, server=server, tool_dirs=_state.tool_dirs,
+        call_files=tuple(call_files), dotenvs=dotenvs), tool)
 
 
 def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, str] | None,
@@ -288,6 +289,13 @@ def walls_hit(text: str, *, cwd: Path | str | None, tool: str | None = None) -> 
 
     return denials.explain(text, profile_for(cwd, tool=tool),
                            Path(cwd) if cwd is not None else None)
+
+
+def walls_to_widen(text: str, *, cwd: Path | str | None, tool: str) -> list[Path]:
+    """The write walls a failed call hit that may be offered for widening (walls.py)."""
+    if not active() or not text or walls.asker is None:
+        return []
+    return walls.widenable(text, profile_for(cwd, tool=tool), Path(cwd) if cwd else None)
 
 
 def _precheck(argv: Sequence[str], env: Mapping[str, str] | None,

@@ -214,9 +214,10 @@ class ApprovalPanel(GrantChoices, AnswerKeys, Vertical, can_focus=True):
             title.update(Content.styled("Waiting for the next call of this reply…", "dim"))
             return
         more = f"   (+{len(self.queue) - 1} waiting)" if len(self.queue) > 1 else ""
-        net = req.call.arguments.get("reach") if req.spec.format == "network" else None
-        title.update(Content.assemble("Let " if net else "Run ", (printable_line(
-            req.call.name), "bold"), f" reach {printable_line(str(net))}?" if net else "?",
+        asks = {"network": " reach ", "sandbox-wall": " write "}.get(req.spec.format)  # sandbox
+        what = next(iter(req.call.arguments.values()), "") if asks else ""
+        title.update(Content.assemble("Let " if asks else "Run ", (printable_line(
+            req.call.name), "bold"), f"{asks}{printable_line(str(what))}?" if asks else "?",
             (more, "dim")))
 
     def _draw_list(self) -> None:
