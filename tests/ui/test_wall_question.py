@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import write_tool
+from textual.widgets import Input
 from tui_helpers import (
     SIZE,
     ScriptedProvider,
@@ -21,6 +22,7 @@ from tui_helpers import (
     make_project,
     send,
     tool_messages,
+    until,
     wait_approval,
     wait_idle,
 )
@@ -98,8 +100,10 @@ async def test_y_runs_the_call_again_with_the_path_writable(proj: Path, outside:
         assert tool_messages(app)[-1].content == f"wrote {target}"
         # this call only: the next one meets the wall again (and n leaves it failed)
         await send(pilot, "again")
-        await wait_approval(pilot)
-        await pilot.press("n", "enter")
+        panel = await wait_approval(pilot)
+        await pilot.press("n")
+        await until(pilot, lambda: panel.query_one(Input).has_focus, what="the reason box")
+        await pilot.press("enter")
         await wait_idle(pilot)
         assert not (outside / "second.txt").exists()
         assert "Read-only file system" in tool_messages(app)[-1].content
