@@ -13,6 +13,7 @@ import signal
 from pathlib import Path
 
 from tuiapp.security import hidden, secrets
+from tuiapp.security.sandbox import netask
 from tuiapp.security.sandbox import spawn as sandbox_spawn
 from tuiapp.security.sandbox import walls as sandbox_walls
 from tuiapp.settings.config_types import Config
@@ -58,7 +59,10 @@ async def run_process(
     """(status, exit code, text for the model); the output itself goes to the flight's sink.
     A call that failed on a write wall kep can name is offered a wider wall (security/
     sandbox/walls.py): said yes to, it runs once more with that path writable."""
-    status, code, text, hit = await _run_once(fmt, flight, config=config, added_env=added_env)
+    with netask.recording() as net:
+        status, code, text, hit = await _run_once(fmt, flight, config=config,
+                                                  added_env=added_env)
+    _network_note(flight, net)
     if status != "failed" or not hit or flight.cancelled:
         return status, code, text
     path = hit[0]
@@ -67,10 +71,18 @@ async def run_process(
     wider = sandbox_walls.bindable(path)
     flight.sink.add_bytes("stderr", f"sandbox: running again with {wider} writable\n".encode())
     flight.sink.fresh_capture()
-    with sandbox_walls.for_this_call((wider,)):
+    with sandbox_walls.for_this_call((wider,)), netask.recording() as net:
         status, code, text, _ = await _run_once(fmt, flight, config=config,
                                                 added_env=added_env)
+    _network_note(flight, net)
     return status, code, text
+
+
+def _network_note(flight: InFlight, net: list[object]) -> None:
+    """The hosts the call reached (or was refused) through kep's proxy: in its pane."""
+    if lines := netask.summary(net):
+        flight.sink.add_bytes("stderr", ("\n".join(lines) + "\n").encode())
+        flight.sink.end_input()
 
 
 async def _run_once(

@@ -10,6 +10,10 @@ connection a client opens in parallel."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -54,3 +58,39 @@ def remember(root: Path, project_file: Path, tool: str, host_entry: str) -> None
 
     old, new = config_writer.add_sandbox_host(project_file, tool, host_entry)
     trust.accept_setting(root, "sandbox", "tools", old, new)
+
+
+# The calls' network records (proxy.CallNet) of the tool call being run: a list the runner
+# sets around one call, filled as its children are registered with the proxy (a ContextVar
+# holding a list: the task that starts the child shares the list, not the variable).
+_log: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("kep_net_log",
+                                                                       default=None)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[Any]]:
+    log: list[Any] = []
+    token = _log.set(log)
+    try:
+        yield log
+    finally:
+        _log.reset(token)
+
+
+def note(call_net: Any) -> None:
+    log = _log.get()
+    if log is not None:
+        log.append(call_net)
+
+
+def summary(log: list[Any]) -> list[str]:
+    """What the call reached and was refused, for its tool pane."""
+    reached = [w for c in log for w in c.reached]
+    refused = [w for c in log for w in c.refused]
+    out = []
+    for label, items in (("reached", reached), ("refused", refused)):
+        if items:
+            counted = ", ".join(f"{w} ({n}×)" if n > 1 else w
+                                for w, n in Counter(items).most_common(20))
+            out.append(f"sandbox: network {label} through kep's proxy: {counted}")
+    return out

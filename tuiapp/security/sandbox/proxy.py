@@ -66,8 +66,11 @@ class Proxy:
             os.chmod(self.path, 0o600)
 
     def register(self, tool: str, network: str | tuple[str, ...]) -> str:
+        from tuiapp.security.sandbox import netask
+
         token = random_tokens.token_hex(12)
         self.calls[token] = CallNet(tool, network)
+        netask.note(self.calls[token])  # the running call's record, for its pane
         while len(self.calls) > TOKENS_KEPT:
             self.calls.popitem(last=False)
         return token
