@@ -29,6 +29,7 @@ from tui_helpers import (
 
 from tuiapp.providers.base import StreamEnd
 from tuiapp.security.sandbox import spawn, walls
+from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.vocab.events import TextDelta
 from tuiapp.vocab.messages import ToolCall
 
@@ -84,6 +85,32 @@ def scribbling(*paths: Path) -> ScriptedProvider:
     return ScriptedProvider(steps)  # type: ignore[arg-type]
 
 
+async def answer(pilot: object, panel: object, *keys: str) -> None:
+    """Press `keys` on the question on screen until it is answered (under load a key can
+    land inside the guard time of a question just redrawn, and is then ignored)."""
+    req = panel.current  # type: ignore[attr-defined]
+    assert req is not None
+    for _ in range(5):
+        await wait_approval(pilot)  # type: ignore[arg-type]
+        await pilot.pause(0.1)  # type: ignore[attr-defined]  (its redraw has happened)
+        await wait_approval(pilot)  # type: ignore[arg-type]
+        await pilot.press(*keys)  # type: ignore[attr-defined]
+        if keys == ("n",):
+            reason: Input = panel.query_one(Input)  # type: ignore[attr-defined]
+            try:
+                await until(pilot, lambda r=reason: r.has_focus, timeout=3)  # type: ignore[arg-type]
+            except AssertionError:
+                continue
+            await pilot.press("enter")  # type: ignore[attr-defined]
+        try:
+            await until(pilot, req.future.done, timeout=3)  # type: ignore[arg-type]
+            return
+        except AssertionError:  # the key went to the message box: take it back, again
+            pilot.app.query_one(PromptInput).load_text("")  # type: ignore[attr-defined]
+            panel.focus()  # type: ignore[attr-defined]
+    raise AssertionError("the question was never answered")
+
+
 async def test_y_runs_the_call_again_with_the_path_writable(proj: Path, outside: Path) -> None:
     target = outside / "note.txt"
     app = app_for(proj, provider=scribbling(target, outside / "second.txt"))
@@ -94,16 +121,14 @@ async def test_y_runs_the_call_again_with_the_path_writable(proj: Path, outside:
         assert req is not None and req.spec.format == walls.FORMAT
         assert req.call.arguments == {"writable": str(outside)}  # the file is not there yet
         assert not target.exists()  # the first run was refused by the wall
-        await pilot.press("y")
+        await answer(pilot, panel, "y")
         await wait_idle(pilot)
         assert target.read_text() == "scribbled\n"
         assert tool_messages(app)[-1].content == f"wrote {target}"
         # this call only: the next one meets the wall again (and n leaves it failed)
         await send(pilot, "again")
         panel = await wait_approval(pilot)
-        await pilot.press("n")
-        await until(pilot, lambda: panel.query_one(Input).has_focus, what="the reason box")
-        await pilot.press("enter")
+        await answer(pilot, panel, "n")
         await wait_idle(pilot)
         assert not (outside / "second.txt").exists()
         assert "Read-only file system" in tool_messages(app)[-1].content
@@ -114,9 +139,8 @@ async def test_s_widens_for_the_session_and_a_writes_kep_toml(proj: Path, outsid
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "scribble")
         panel = await wait_approval(pilot)
-        await pilot.press("a")
-        assert next(c.args for c in panel.choices()) == str(outside)
-        await pilot.press("1")
+        assert next(c.args for c in panel.choices("always_allow")) == str(outside)
+        await answer(pilot, panel, "a", "1")
         await wait_idle(pilot)
         assert (outside / "a.txt").exists()
         data = tomllib.loads((proj / "kep.toml").read_text())
