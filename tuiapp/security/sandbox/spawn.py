@@ -62,6 +62,7 @@ def configure(settings: SandboxConfig, root: Path | None, tool_dirs: Sequence[st
     _state.root = Path(os.path.realpath(root)) if root is not None else None
     _state.tool_dirs = tuple(tool_dirs)
     _state.dotenvs = None  # searched again on next use
+    profiles.forget()  # and the hidden list resolved again
 
 
 def use_config(config: Config) -> None:
