@@ -127,3 +127,20 @@ async def test_hostile_requests_to_the_proxy_get_one_refusal(project: Path,
 ])
 def test_host_rules(rules: tuple[str, ...], host: str, port: int, ok: bool) -> None:
     assert host_allowed(rules, host, port) is ok
+
+
+async def test_the_pane_says_which_hosts_were_reached_and_refused(project: Path, web: int,
+                                                                  asked: Questions) -> None:
+    from test_runner import Recorder
+
+    from tuiapp.vocab.events import ToolOutput
+
+    rec = Recorder()
+    r = runner(project, network=[f"127.0.0.1:{web}"])
+    other = web + 1 if web < 65535 else 1
+    body = f"{fetch(web)}; {fetch(web)}; {fetch(other)}"
+    fin = await run(r, tool(project, "get", body), rec=rec)
+    pane = "".join(e.text for _, e in rec.events if isinstance(e, ToolOutput))
+    assert f"sandbox: network reached through kep's proxy: 127.0.0.1:{web} (2×)" in pane
+    assert f"sandbox: network refused through kep's proxy: 127.0.0.1:{other}" in pane
+    assert fin.status == "ok"

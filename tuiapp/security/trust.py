@@ -225,6 +225,30 @@ def accept_rule(root: Path | str, tool: str, action: str, args: str | None = Non
             _update(change)
 
 
+def accept_setting(root: Path | str, table: str, name: str, old: Any, new: Any) -> None:
+    """kep wrote `[table] name` (from `old` to `new`) at the user's answer ("always" to a
+    network question): trusted in place of the old value, but only if that one was (an
+    untrusted change stays untrusted)."""
+    from tuiapp.security.trust_items import setting_item
+
+    real = _real(root)
+    new_key = setting_item(table, name, new)[0]
+    old_key = setting_item(table, name, old)[0] if old is not None else None
+
+    def change(dirs: dict[str, Any]) -> None:
+        own = dirs.get(real)
+        if own is None:
+            return
+        items = [k for k in _items(own) if isinstance(k, str)]
+        if old_key is not None and old_key not in items:
+            return
+        own["items"] = sorted({*(k for k in items if k != old_key), new_key})
+
+    with contextlib.suppress(TrustError):
+        if real in records():
+            _update(change)
+
+
 # ---- what the rest of kep asks -------------------------------------------------------------
 
 

@@ -95,3 +95,35 @@ def set_value(file: Path, key: str, value: Any) -> None:
     from tuiapp.settings import toml_write
 
     write_toml_atomic(file, data, lambda text: toml_write.with_value(text, key, value))
+
+
+def add_sandbox_host(file: Path, tool: str, host: str) -> tuple[Any, Any]:
+    """Add `host` ("pypi.org:443") to `[sandbox.tools.TOOL] network` in `file` (a tool with
+    `"ask"` or no list gets `[host]`: the others are still asked about; `"on"` stays)."""
+    return add_sandbox_entry(file, tool, "network", host)
+
+
+def add_sandbox_entry(file: Path, tool: str, key: str, value: str) -> tuple[Any, Any]:
+    """Add `value` to the list `[sandbox.tools.TOOL] key` (network, writable) in `file`,
+    atomically, comments kept. Returns `[sandbox] tools` before and after (None when there
+    was none), for folder trust."""
+    import copy
+
+    data = read_toml(file)
+    before = copy.deepcopy(data.get("sandbox", {}).get("tools")) if isinstance(
+        data.get("sandbox"), dict) else None
+    sandbox = dict(data.get("sandbox", {}))
+    tools = dict(sandbox.get("tools", {}))
+    entry = dict(tools.get(tool, {}))
+    now = entry.get(key)
+    if now == "on" or (isinstance(now, list) and value in now):
+        return before, before
+    entry[key] = [*(now if isinstance(now, list) else []), value]
+    tools[tool] = entry
+    sandbox["tools"] = tools
+    data["sandbox"] = sandbox
+    from tuiapp.settings import toml_write
+
+    write_toml_atomic(file, data, lambda text: toml_write.with_sandbox_list(
+        text, tool, key, entry[key]))
+    return before, tools

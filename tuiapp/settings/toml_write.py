@@ -156,3 +156,31 @@ def write_atomic(path: Path, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def with_sandbox_list(text: str, tool: str, key: str, value: list[str]) -> str | None:
+    """`text` with `[sandbox.tools.TOOL] key` set to `value`, the rest kept."""
+    import tomlkit
+    from tomlkit.items import InlineTable, Table
+
+    doc = tomlkit.parse(text)
+    sandbox = doc.get("sandbox")
+    if sandbox is None:
+        sandbox = tomlkit.table(is_super_table=True)
+        doc.append("sandbox", sandbox)
+    if not isinstance(sandbox, Table | InlineTable):
+        return None
+    tools = sandbox.get("tools")
+    if tools is None:
+        tools = tomlkit.table(is_super_table=True)
+        sandbox.append("tools", tools)
+    if not isinstance(tools, Table | InlineTable):
+        return None
+    entry = tools.get(tool)
+    if entry is None:
+        entry = tomlkit.table()
+        tools.append(tool, entry)
+    if not isinstance(entry, Table | InlineTable):
+        return None
+    entry[key] = value
+    return tomlkit.dumps(doc)

@@ -282,6 +282,12 @@ class Sink:
     def add_bytes(self, stream: str, data: bytes) -> None:
         self._bytes(stream, self.redactors[stream].feed(data))
 
+    def fresh_capture(self) -> None:
+        """The call runs again (a wider sandbox wall): what the model gets starts over; the
+        pane and the spool keep both runs."""
+        self.stdout = Capture(self.stdout.cap)
+        self.stderr = TailBuffer(STDERR_KEEP)
+
     def _bytes(self, stream: str, data: bytes) -> None:
         (self.stdout if stream == "stdout" else self.stderr).add(data)
         self._text(stream, self.decoders[stream].decode(data))

@@ -13,7 +13,9 @@ import signal
 from pathlib import Path
 
 from tuiapp.security import hidden, secrets
+from tuiapp.security.sandbox import netask
 from tuiapp.security.sandbox import spawn as sandbox_spawn
+from tuiapp.security.sandbox import walls as sandbox_walls
 from tuiapp.settings.config_types import Config
 from tuiapp.tools.call_output import (
     STDERR_KEEP,
@@ -54,12 +56,43 @@ def call_env(
 async def run_process(
     fmt: ToolFormat, flight: InFlight, *, config: Config, added_env: dict[str, str]
 ) -> tuple[ToolStatus, int | None, str]:
-    """(status, exit code, text for the model); the output itself goes to the flight's sink."""
+    """(status, exit code, text for the model); the output itself goes to the flight's sink.
+    A call that failed on a write wall kep can name is offered a wider wall (security/
+    sandbox/walls.py): said yes to, it runs once more with that path writable."""
+    with netask.recording() as net:
+        status, code, text, hit = await _run_once(fmt, flight, config=config,
+                                                  added_env=added_env)
+    _network_note(flight, net)
+    if status != "failed" or not hit or flight.cancelled:
+        return status, code, text
+    path = hit[0]
+    if not await sandbox_walls.ask(flight.spec.name, path):
+        return status, code, text
+    wider = sandbox_walls.bindable(path)
+    flight.sink.add_bytes("stderr", f"sandbox: running again with {wider} writable\n".encode())
+    flight.sink.fresh_capture()
+    with sandbox_walls.for_this_call((wider,)), netask.recording() as net:
+        status, code, text, _ = await _run_once(fmt, flight, config=config,
+                                                added_env=added_env)
+    _network_note(flight, net)
+    return status, code, text
+
+
+def _network_note(flight: InFlight, net: list[object]) -> None:
+    """The hosts the call reached (or was refused) through kep's proxy: in its pane."""
+    if lines := netask.summary(net):
+        flight.sink.add_bytes("stderr", ("\n".join(lines) + "\n").encode())
+        flight.sink.end_input()
+
+
+async def _run_once(
+    fmt: ToolFormat, flight: InFlight, *, config: Config, added_env: dict[str, str]
+) -> tuple[ToolStatus, int | None, str, list[Path]]:
     spec, sink, timeout, spool_path = flight.spec, flight.sink, flight.timeout, flight.spool_path
     try:
         inv = fmt.invocation(spec, flight.call.arguments, flight.ctx)
     except Exception as e:
-        return "failed", None, f"Error: cannot run {spec.name}: {e}"
+        return "failed", None, f"Error: cannot run {spec.name}: {e}", []
     env = call_env(config, spec, added_env, inv.env)
     out_file: Path | None = None
     own_out_file = False
@@ -78,6 +111,7 @@ async def run_process(
                 "failed",
                 None,
                 f"Error: cannot create $LLM_OUTPUT file {out_file}: {e.strerror}",
+                [],
             )
         env["LLM_OUTPUT"] = str(out_file)
     try:
@@ -91,6 +125,7 @@ async def run_process(
                 "failed",
                 None,
                 f"Error: could not start {spec.name}: {spawn_error(Path(inv.argv[0]), e)}",
+                [],
             )
         flight.proc = proc
         if flight.cancelled:
@@ -132,6 +167,7 @@ async def run_process(
                 partial,
                 "Output before the timeout",
             ),
+            [],
         )
     if flight.cancelled:
         return (
@@ -142,6 +178,7 @@ async def run_process(
                 partial,
                 "Output before it was cancelled",
             ),
+            [],
         )
     assert code is not None
     stderr = sink.stderr.value().decode("utf-8", errors="replace").strip()
@@ -153,7 +190,7 @@ async def run_process(
     note = ("\n" + "\n".join(walls)) if walls else ""
     if code == 0:
         text = fmt.result_text(spec, partial, file_text).rstrip("\n")
-        return "ok", 0, (text if text.strip() else "(no output)") + note
+        return "ok", 0, (text if text.strip() else "(no output)") + note, []
     how = f"was killed by signal {-code}" if code < 0 else f"failed with exit code {code}"
     msg = f"Error: {spec.name} {how}.{note}"
     if stderr:
@@ -163,7 +200,9 @@ async def run_process(
             + ":\n"
             + stderr
         )
-    return "failed", code, _with_output(msg, partial, "stdout")
+    hit = sandbox_spawn.walls_to_widen(f"{stderr}\n{partial}", cwd=inv.cwd or config.project_root,
+                                       tool=spec.name) if walls else []
+    return "failed", code, _with_output(msg, partial, "stdout"), hit
 
 
 async def _pump(proc: Proc, sink: Sink) -> None:

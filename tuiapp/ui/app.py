@@ -140,7 +140,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         from tuiapp.ui.widgets.approval import ApprovalPanel
 
         panel = ApprovalPanel(self.ws.root, id="approval")
-        panel.grant_sink = self.apply_grant
+        self.answers_for(panel)
         return panel
 
     @cached_property

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from textual.app import App
 
 from tuiapp.security.grants import Grant, Scope, describe_call
+from tuiapp.ui import network_questions
 from tuiapp.ui.focus import focus_now
 from tuiapp.ui.messages import ApprovalRequested
 from tuiapp.ui.widgets.prompt_input import PromptInput
@@ -39,6 +40,11 @@ class ApprovalRouting(App[int]):
         def add_rule(self, tool: str, action: str, *, tool_regex: str | None = None,
                      args: str | None = None, label: str = "", source: str = "",
                      expires: str = "") -> None: ...
+
+    def answers_for(self, panel: ApprovalPanel) -> None:
+        """`panel` answers the calls' grants and the sandbox's network questions."""
+        panel.grant_sink = self.apply_grant
+        network_questions.install(self)
 
     def on_approval_requested(self, message: ApprovalRequested) -> None:
         req = message.request
@@ -103,6 +109,9 @@ class ApprovalRouting(App[int]):
     def apply_grant(self, call: ToolCall, scope: Scope, action: str, where: str) -> None:
         """s / a / d and a digit (the panel calls this before it answers the call, so the
         next call already meets the grant): kept for the session, or written to kep.toml."""
+        if network_questions.is_question(call):
+            network_questions.grant(self, call, scope, action, where)
+            return
         expires = f"{int(scope.expires_in // 3600)}h" if scope.expires_in else ""
         if where == "session":
             self.ws.grants.add(scope, action, call)  # type: ignore[arg-type]

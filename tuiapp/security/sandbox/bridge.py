@@ -33,6 +33,19 @@ def die_with_kep():
         pass
 
 
+BUFFER_MAX = 1 << 20  # bytes held for a peer that is slow to read; then its source waits
+
+
+class Pair:
+    """One connection: the child's socket and the one to kep's proxy, each with the bytes
+    waiting to be written to it and whether its reading side has ended."""
+
+    def __init__(self, a, b):
+        self.peer = {a: b, b: a}
+        self.out = {a: bytearray(), b: bytearray()}
+        self.eof = set()
+
+
 def main():
     port, path = int(sys.argv[1]), sys.argv[2]
     die_with_kep()
@@ -44,11 +57,46 @@ def main():
     lo.setblocking(False)
     sel = selectors.DefaultSelector()
     sel.register(lo, selectors.EVENT_READ, None)
-    peer = {}
     os.write(1, b"ready\n")
+    serve(sel, lo, path)
+
+
+def serve(sel, lo, path):
+    """Every socket non-blocking, each with its own buffer: a connection whose reader is
+    slow holds up only itself (its source stops being read once BUFFER_MAX is waiting)."""
+
+    def update(pair, s):
+        other = pair.peer[s]
+        mask = 0
+        if s not in pair.eof and len(pair.out[other]) < BUFFER_MAX:
+            mask |= selectors.EVENT_READ
+        if pair.out[s]:
+            mask |= selectors.EVENT_WRITE
+        try:
+            key = sel.get_key(s)
+        except (KeyError, ValueError):
+            key = None
+        if key is None and mask:
+            sel.register(s, mask, pair)
+        elif key is not None and not mask:
+            sel.unregister(s)
+        elif key is not None and key.events != mask:
+            sel.modify(s, mask, pair)
+
+    def close(pair):
+        for x in pair.peer:
+            try:
+                sel.unregister(x)
+            except (KeyError, ValueError):
+                pass
+            x.close()
+
+    def done(pair):
+        return len(pair.eof) == 2 and not any(pair.out.values())
+
     while True:
-        for key, _ in sel.select():
-            s = key.fileobj
+        for key, events in sel.select():
+            s, pair = key.fileobj, key.data
             if s is lo:
                 try:
                     c, _ = lo.accept()
@@ -56,32 +104,42 @@ def main():
                     continue
                 u = socket.socket(socket.AF_UNIX)
                 try:
-                    u.connect(path)
+                    u.connect(path)  # a local socket: connects at once or fails
                 except OSError:
                     c.close()
                     u.close()
                     continue
-                for a, b in ((c, u), (u, c)):
-                    a.setblocking(True)
-                    peer[a] = b
-                    sel.register(a, selectors.EVENT_READ, None)
+                c.setblocking(False)
+                u.setblocking(False)
+                new = Pair(c, u)
+                update(new, c)
+                update(new, u)
                 continue
+            other = pair.peer[s]
             try:
-                data = s.recv(65536)
+                if events & selectors.EVENT_WRITE and pair.out[s]:
+                    n = s.send(pair.out[s])
+                    del pair.out[s][:n]
+                    if not pair.out[s] and other in pair.eof:
+                        s.shutdown(socket.SHUT_WR)  # its source ended: pass the end on
+                if events & selectors.EVENT_READ:
+                    data = s.recv(65536)
+                    if data:
+                        pair.out[other] += data
+                    else:
+                        pair.eof.add(s)
+                        if not pair.out[other]:
+                            other.shutdown(socket.SHUT_WR)
+            except (BlockingIOError, InterruptedError):
+                pass
             except OSError:
-                data = b""
-            other = peer.get(s)
-            if data and other is not None:
-                try:
-                    other.sendall(data)
-                    continue
-                except OSError:
-                    pass
-            for x in (s, other):
-                if x is not None and x in peer:
-                    sel.unregister(x)
-                    peer.pop(x, None)
-                    x.close()
+                close(pair)
+                continue
+            if done(pair):
+                close(pair)
+                continue
+            update(pair, s)
+            update(pair, other)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,10 @@ CACHE_ENV = {
 
 
 def _under(path: Path, base: Path) -> bool:
-    return path == base or base in path.parents
+    # On strings: `base in path.parents` builds a Path per ancestor, and wrap() asks this
+    # for every hidden path against every shown one (most of a call's start-up time).
+    p, b = str(path), str(base)
+    return p == b or p.startswith(b if b.endswith("/") else b + "/")
 
 
 class Bubblewrap(Mechanism):

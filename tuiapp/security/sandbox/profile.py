@@ -7,6 +7,7 @@ nor with entries it gained after."""
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -54,6 +55,7 @@ def dotenv_files(root: Path) -> list[Path]:
     return sorted(found)
 
 
+@functools.cache
 def kep_install() -> list[Path]:
     """Where kep itself and its interpreter live (its package with the bundled functions, the
     venv, the base Python): shown read-only inside the walls even when they are under /tmp,
@@ -70,6 +72,27 @@ def private_cache() -> Path:
     """Runtimes' caches inside the sandbox (npm, pip, Python bytecode): kep's own, not the
     user's real ones, which stay read-only (a tool must not poison them for the user)."""
     return paths.cache_dir() / "sandbox-cache"
+
+
+_HIDDEN: dict[tuple[str | None, ...], tuple[Path, ...]] = {}
+# What the hidden list is made of besides the configuration: the home and kep's folders.
+_ENV = ("HOME", "KEP_CONFIG_DIR", "KEP_DATA_DIR", "KEP_STATE_DIR", "KEP_CACHE_DIR",
+        "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
+
+
+def resolved_hidden(extra: tuple[str, ...]) -> tuple[Path, ...]:
+    """The hidden list with each path resolved: kept for the opened configuration (resolving
+    ~40 paths at every call cost more than the sandbox's own start); forget() clears it when
+    the configuration is set again."""
+    key = (*extra, "\0", *(os.environ.get(v) for v in _ENV))
+    if key not in _HIDDEN:
+        _HIDDEN[key] = tuple(Path(os.path.realpath(p))
+                             for p in hidden_list.hidden_paths(list(extra)))
+    return _HIDDEN[key]
+
+
+def forget() -> None:
+    _HIDDEN.clear()
 
 
 def resolve(settings: SandboxConfig, root: Path, *, tool: str | None = None,
@@ -97,7 +120,7 @@ def resolve(settings: SandboxConfig, root: Path, *, tool: str | None = None,
         elif p != root and p != Path("/"):
             visible.append(p)
     visible += [p for p in kep_install() if p != root and p != Path("/")]
-    hidden = [Path(os.path.realpath(p)) for p in hidden_list.hidden_paths(extra_hidden)]
+    hidden = list(resolved_hidden(tuple(extra_hidden)))
     hidden += dotenvs if dotenvs is not None else dotenv_files(root)
     return Profile(
         root=root,

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 HEAD_MAX = 64 << 10
 TOKENS_KEPT = 4096
 
-# (tool, host, port) → allowed? The UI or `kep run --yes` sets it; None refuses.
-Asker = Callable[[str, str, int], Awaitable[bool]]
+# (tool, host, port) → an answer (netask: True / "once", "session", "always", False / "deny").
+# The UI or `kep run` sets it; None refuses.
+Asker = Callable[[str, str, int], Awaitable[bool | str]]
 
 
 @dataclass
@@ -51,7 +52,10 @@ class Proxy:
     def __init__(self) -> None:
         self.calls: OrderedDict[str, CallNet] = OrderedDict()
         self.asker: Asker | None = None
-        self.session_allowed: set[tuple[str, str]] = set()  # (tool, host) said yes to
+        # tool → profile entries ("host:port", "host") said yes (or no) to for the session
+        self.session_allowed: dict[str, set[str]] = {}
+        self.session_refused: dict[str, set[str]] = {}
+        self.asking: dict[tuple[str, str, int], asyncio.Future[bool]] = {}  # open questions
         self.dir = tempfile.mkdtemp(prefix="kep-net-")
         self.path = os.path.join(self.dir, "proxy.sock")
         self.server: asyncio.AbstractServer | None = None
@@ -62,8 +66,11 @@ class Proxy:
             os.chmod(self.path, 0o600)
 
     def register(self, tool: str, network: str | tuple[str, ...]) -> str:
+        from tuiapp.security.sandbox import netask
+
         token = random_tokens.token_hex(12)
         self.calls[token] = CallNet(tool, network)
+        netask.note(self.calls[token])  # the running call's record, for its pane
         while len(self.calls) > TOKENS_KEPT:
             self.calls.popitem(last=False)
         return token
@@ -78,11 +85,47 @@ class Proxy:
             return False
         if isinstance(net, tuple) and host_allowed(net, host, port):
             return True
-        if (call.tool, host) in self.session_allowed:
+        if host_allowed(tuple(self.session_allowed.get(call.tool, ())), host, port):
             return True
+        if host_allowed(tuple(self.session_refused.get(call.tool, ())), host, port):
+            return False
         if self.asker is None:
             return False
-        return await self.asker(call.tool, host, port)
+        key = (call.tool, host, port)
+        if key in self.asking:  # the same question is open: its answer is this one's too
+            return await asyncio.shield(self.asking[key])
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self.asking[key] = future
+        ok = False
+        try:
+            ok = await self._ask(call.tool, host, port)
+        finally:
+            del self.asking[key]
+            future.set_result(ok)  # (the asker failing, or this connection gone: refused)
+        return ok
+
+    async def _ask(self, tool: str, host: str, port: int) -> bool:
+        """The asker's answer, held for at most netask.ASK_SECONDS (no answer: refused);
+        a session answer is kept here, before the connection goes on."""
+        from tuiapp.security.sandbox import netask
+
+        assert self.asker is not None
+        try:
+            answer = netask.normal(await asyncio.wait_for(self.asker(tool, host, port),
+                                                          netask.ASK_SECONDS))
+        except TimeoutError:
+            answer = "deny"
+        if answer in ("session", "always"):
+            self.allow(tool, netask.entry(host, port))
+        return answer != "deny"
+
+    def allow(self, tool: str, entry: str) -> None:
+        """`tool` may reach `entry` ("host:port" or "host") for the rest of the session."""
+        self.session_allowed.setdefault(tool, set()).add(entry)
+
+    def refuse(self, tool: str, entry: str) -> None:
+        """`tool` is refused `entry` for the rest of the session, without asking."""
+        self.session_refused.setdefault(tool, set()).add(entry)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

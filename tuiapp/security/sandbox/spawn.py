@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tuiapp.security.sandbox import profile as profiles
+from tuiapp.security.sandbox import walls
 from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
 from tuiapp.security.sandbox.bubblewrap import Bubblewrap
 from tuiapp.security.sandbox.none import NoSandbox
@@ -61,6 +62,7 @@ def configure(settings: SandboxConfig, root: Path | None, tool_dirs: Sequence[st
     _state.root = Path(os.path.realpath(root)) if root is not None else None
     _state.tool_dirs = tuple(tool_dirs)
     _state.dotenvs = None  # searched again on next use
+    profiles.forget()  # and the hidden list resolved again
 
 
 def use_config(config: Config) -> None:
@@ -142,6 +144,13 @@ def set_network_asker(asker: Any) -> None:
     _state.asker = asker
     if _state.proxy is not None:
         _state.proxy.asker = asker
+
+
+def network_grant(tool: str, entry: str, allow: bool = True) -> None:
+    """A session answer given outside the proxy's own question (the approval panel's `s`,
+    `a` and `d` lists): `tool` may (or may not) reach `entry` until kep ends."""
+    if _state.proxy is not None:
+        (_state.proxy.allow if allow else _state.proxy.refuse)(tool, entry)
 
 
 async def _ensure_probed() -> None:
@@ -231,9 +240,9 @@ def profile_for(cwd: Path | str | None, *, tool: str | None = None, server: str 
         if _state.dotenvs is None:
             _state.dotenvs = profiles.dotenv_files(root)
         dotenvs = _state.dotenvs
-    return profiles.resolve(_state.settings, root, tool=tool, server=server,
-                            tool_dirs=_state.tool_dirs, call_files=tuple(call_files),
-                            dotenvs=dotenvs)
+    return walls.widened(profiles.resolve(
+        _state.settings, root, tool=tool, server=server, tool_dirs=_state.tool_dirs,
+        call_files=tuple(call_files), dotenvs=dotenvs), tool)
 
 
 def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, str] | None,
@@ -281,6 +290,13 @@ def walls_hit(text: str, *, cwd: Path | str | None, tool: str | None = None) -> 
 
     return denials.explain(text, profile_for(cwd, tool=tool),
                            Path(cwd) if cwd is not None else None)
+
+
+def walls_to_widen(text: str, *, cwd: Path | str | None, tool: str) -> list[Path]:
+    """The write walls a failed call hit that may be offered for widening (walls.py)."""
+    if not active() or not text or walls.asker is None:
+        return []
+    return walls.widenable(text, profile_for(cwd, tool=tool), Path(cwd) if cwd else None)
 
 
 def _precheck(argv: Sequence[str], env: Mapping[str, str] | None,

@@ -216,8 +216,11 @@ class ApprovalPanel(GrantChoices, AnswerKeys, Vertical, can_focus=True):
             title.update(Content.styled("Waiting for the next call of this reply…", "dim"))
             return
         more = f"   (+{len(self.queue) - 1} waiting)" if len(self.queue) > 1 else ""
-        title.update(Content.assemble("Run ", (printable_line(req.call.name), "bold"), "?",
-                                      (more, "dim")))
+        asks = {"network": " reach ", "sandbox-wall": " write "}.get(req.spec.format)  # sandbox
+        what = next(iter(req.call.arguments.values()), "") if asks else ""
+        title.update(Content.assemble("Let " if asks else "Run ", (printable_line(
+            req.call.name), "bold"), f"{asks}{printable_line(str(what))}?" if asks else "?",
+            (more, "dim")))
 
     def _draw_list(self) -> None:
         req = self.current

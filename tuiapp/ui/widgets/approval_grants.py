@@ -14,6 +14,7 @@ from textual.content import Content
 from tuiapp.conversation.conversation import Approval
 from tuiapp.security.display import printable_line
 from tuiapp.security.grants import Scope, scopes
+from tuiapp.ui import network_questions
 from tuiapp.ui.widgets.approval_keys import CHOOSE, ApprovalPanel, KeyButton
 from tuiapp.vocab.messages import ToolCall
 
@@ -36,6 +37,8 @@ class GrantChoices:
         req, action = self.current, action or self.confirming
         if req is None or action not in CHOOSE:
             return []
+        if network_questions.is_question(req.call):
+            return network_questions.choices(req.call, action)
         deny = action == "always_deny"
         base = scopes(req.call, req.spec, "deny" if deny else "allow")
         options = base if deny else [*base, *(s.for_a_while() for s in base)]
