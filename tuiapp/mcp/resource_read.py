@@ -32,7 +32,8 @@ async def read_resource(manager: Any, server: str, uri: str) -> Attachment | str
     try:
         result = await client.read_resource(uri)
     except Exception as e:  # an MCPError, a broken pipe, a malformed answer: one line
-        return f"@{label}: MCP server {server} could not read it: {(str(e).splitlines() or [type(e).__name__])[0]}"
+        why = (str(e).splitlines() or [type(e).__name__])[0]
+        return f"@{label}: MCP server {server} could not read it: {why}"
     return from_contents(label, getattr(result, "contents", None) or [])
 
 
