@@ -9,7 +9,7 @@ as the newest entry and comes back after the last Down. Esc posts Interrupt.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import events
 from textual.binding import Binding, BindingType
@@ -81,10 +81,14 @@ class PromptInput(TextArea):
             **kwargs,  # type: ignore[arg-type]
         )
         self.prompt_history = PromptHistory(history)
+        self.completion: Any = None  # what offers completions while typing, once it has any
 
     async def _on_key(self, event: events.Key) -> None:
         # Runs before TextArea's own handler (which would insert "\n" for Enter).
-        if event.key == "enter":
+        if self.completion is not None and self.completion.completion_key(event.key):
+            event.stop()  # an open completion list took it (ui.mention_complete)
+            event.prevent_default()
+        elif event.key == "enter":
             event.stop()
             event.prevent_default()
             self._submit()
