@@ -56,7 +56,7 @@ def project_files_list(root: Path, limit: int = MAX_FILES) -> list[str]:
     while stack and len(out) < limit:
         folder, rel, specs = stack.pop()
         spec = _spec(folder)
-        specs = specs + [(rel, spec)] if spec is not None else specs
+        specs = [*specs, (rel, spec)] if spec is not None else specs
         try:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: e.name)
