@@ -16,9 +16,14 @@ TEXT_CAP = 256 * 1024  # as for a project file (conversation.mentions)
 READ_TIMEOUT = 30.0
 
 
+def _one_line(text: str, limit: int = 200) -> str:
+    """Foreign text (a URI, a server's error) kept to one short line of ours."""
+    text = text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def _label(server: str, uri: str) -> str:
-    name = f"{server}:{uri}"
-    return name if name.isprintable() else name.encode("unicode_escape").decode("ascii")
+    return _one_line(f"{server}:{uri}")
 
 
 async def read_resource(manager: Any, server: str, uri: str) -> Attachment | str:
@@ -32,7 +37,7 @@ async def read_resource(manager: Any, server: str, uri: str) -> Attachment | str
     try:
         result = await client.read_resource(uri)
     except Exception as e:  # an MCPError, a broken pipe, a malformed answer: one line
-        why = (str(e).splitlines() or [type(e).__name__])[0]
+        why = _one_line(str(e) or type(e).__name__)
         return f"@{label}: MCP server {server} could not read it: {why}"
     return from_contents(label, getattr(result, "contents", None) or [])
 
