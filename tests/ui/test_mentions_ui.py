@@ -142,3 +142,18 @@ async def test_the_offline_model_says_it_takes_no_images(proj: Path) -> None:
                                if hasattr(w, "render"))
         assert "@pic.png: offline takes no images; not sent" in transcript
         assert app.chat.history[0].attachments == ()
+
+
+async def test_pasting_a_file_path_makes_a_mention(proj: Path) -> None:
+    from textual import events
+
+    (proj / "pic.png").write_bytes(PNG)
+    app = app_for(proj)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, app.tools_ready.is_set, what="tools")
+        prompt = app.query_one(PromptInput)
+        prompt.focus()
+        app.post_message(events.Paste(f"'{proj / 'pic.png'}'"))  # as the terminal sends it
+        await until(pilot, lambda: prompt.text == "@pic.png ", what="the mention")
+        app.post_message(events.Paste("plain words"))
+        await until(pilot, lambda: prompt.text == "@pic.png plain words", what="the text")

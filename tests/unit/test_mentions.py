@@ -164,3 +164,23 @@ def test_attachments_survive_the_store_round_trip_and_the_chip_is_short() -> Non
     bad = m.to_dict()
     bad["attachments"] += [{"name": "x", "media_type": "text/html", "data": "AAAA"}, 5]
     assert Message.from_dict(bad).attachments == m.attachments
+
+
+def test_a_pasted_path_becomes_a_mention(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "img dir").mkdir(parents=True)
+    pic = root / "img dir" / "shot.png"
+    pic.write_bytes(PNG)
+    outside = tmp_path / "elsewhere.png"
+    outside.write_bytes(PNG)
+    want = '@"img dir/shot.png" '
+    assert mentions.pasted_mention(str(pic), root) == want
+    assert mentions.pasted_mention(f"'{pic}'\n", root) == want
+    assert mentions.pasted_mention(str(pic).replace(" ", "\\ "), root) == want
+    assert mentions.pasted_mention("file://" + str(pic).replace(" ", "%20"), root) == want
+    # Outside the project: the mention names it, and sending refuses it with a line.
+    assert mentions.pasted_mention(str(outside), root) == f"@{outside} "
+    got = run(f"@{outside}", root)
+    assert got.attachments == [] and "outside the project" in got.notes[0]
+    for text in ("just words", "relative.png", f"{pic}\n{pic}", str(tmp_path)):
+        assert mentions.pasted_mention(text, root) is None

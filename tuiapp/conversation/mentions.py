@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import mimetypes
+import os
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -171,3 +172,26 @@ async def attach_for(text: str, root: Path, mcp: object | None = None, *,
             got.notes.append(f"@{shown(a.name)}: {model or 'this model'} takes no images; "
                              "not sent")
     return got
+
+
+def pasted_mention(text: str, root: Path) -> str | None:
+    """The mention for a pasted path (as terminals paste a dropped file: maybe quoted, with
+    `\\ ` for spaces, or a file:// URL) of a file that exists, relative to `root` when inside
+    it; None for anything else (pasted as it is). Whether it may be read is decided at send."""
+    s = text.strip()
+    if not s or "\n" in s or len(s) > 4096:
+        return None
+    if len(s) > 1 and s[0] == s[-1] and s[0] in "'\"":
+        s = s[1:-1]
+    elif s.startswith("file://"):
+        from urllib.parse import unquote as url_unquote
+
+        s = url_unquote(s[len("file://"):])
+    else:
+        s = re.sub(r"\\(.)", r"\1", s)
+    path = Path(s).expanduser()
+    if not path.is_absolute() or not path.is_file():
+        return None
+    real, top = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    name = str(real.relative_to(top)) if top in real.parents else str(path)
+    return quote(name) + " "

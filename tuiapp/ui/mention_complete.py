@@ -19,7 +19,7 @@ from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 
 from tuiapp.conversation import mention_index
-from tuiapp.conversation.mentions import quote
+from tuiapp.conversation.mentions import pasted_mention, quote
 from tuiapp.ui.literal import literal
 
 # The `@` word ending at the cursor: unquoted, or an open quote (spaces allowed).
@@ -77,7 +77,6 @@ class MentionCompletion:
         prompt = app.query_one("#prompt")
         widget = MentionList(id="mentions", classes="-hidden")
         prompt.parent.mount(widget, before=prompt)
-        prompt.completion = self
         return widget
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
@@ -115,8 +114,11 @@ class MentionCompletion:
 
     def completion_key(self, key: str) -> bool:
         """A key pressed in the prompt; True when the open list took it."""
+        app: Any = self
+        if self._mention_word is None or not app.query(MentionList):
+            return False
         widget = self._mention_list()
-        if self._mention_word is None or widget.has_class("-hidden"):
+        if widget.has_class("-hidden"):
             return False
         if key == "escape":
             widget.add_class("-hidden")
@@ -133,6 +135,11 @@ class MentionCompletion:
         else:
             return False
         return True
+
+    def pasted_text(self, text: str) -> str:
+        """What a paste inserts: a pasted path of an existing file becomes its mention."""
+        app: Any = self
+        return pasted_mention(text, app.ws.root) or text
 
     def _mention_take(self, name: str) -> None:
         app: Any = self

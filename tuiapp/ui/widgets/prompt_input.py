@@ -9,7 +9,7 @@ as the newest entry and comes back after the last Down. Esc posts Interrupt.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from textual import events
 from textual.binding import Binding, BindingType
@@ -81,11 +81,11 @@ class PromptInput(TextArea):
             **kwargs,  # type: ignore[arg-type]
         )
         self.prompt_history = PromptHistory(history)
-        self.completion: Any = None  # what offers completions while typing, once it has any
 
     async def _on_key(self, event: events.Key) -> None:
         # Runs before TextArea's own handler (which would insert "\n" for Enter).
-        if self.completion is not None and self.completion.completion_key(event.key):
+        take = getattr(self.app, "completion_key", None)
+        if take is not None and take(event.key):
             event.stop()  # an open completion list took it (ui.mention_complete)
             event.prevent_default()
         elif event.key == "enter":
@@ -96,6 +96,13 @@ class PromptInput(TextArea):
             event.stop()
             event.prevent_default()
             self.insert("\n")
+
+    def _on_paste(self, event: events.Paste) -> None:
+        # A pasted (or dropped) file path becomes an `@` mention (ui.mention_complete);
+        # TextArea's own handler (next in the MRO) inserts the text.
+        pasted = getattr(self.app, "pasted_text", None)
+        if pasted is not None:
+            event.text = pasted(event.text)
 
     def action_interrupt(self) -> None:
         self.post_message(self.Interrupt())
