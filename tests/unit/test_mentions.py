@@ -184,3 +184,16 @@ def test_a_pasted_path_becomes_a_mention(tmp_path: Path) -> None:
     assert got.attachments == [] and "outside the project" in got.notes[0]
     for text in ("just words", "relative.png", f"{pic}\n{pic}", str(tmp_path)):
         assert mentions.pasted_mention(text, root) is None
+
+
+def test_show_and_markdown_export_name_attachments_not_their_content() -> None:
+    from types import SimpleNamespace
+
+    from tuiapp.conversation import transcript
+
+    info = SimpleNamespace(id="s1", model="m", project_root="/p", created=0, updated=0,
+                           message_count=1, input_tokens=0, output_tokens=0, title="")
+    m = Message("user", "see", attachments=(Attachment("a.txt", text="SECRET BODY", size=11),))
+    t = SimpleNamespace(info=info, messages=[m], call_records=lambda: {})
+    for text in (transcript.to_text(t), transcript.to_markdown(t)):  # type: ignore[arg-type]
+        assert "📎 a.txt · text, 11 B" in text and "SECRET BODY" not in text
