@@ -197,3 +197,27 @@ def test_show_and_markdown_export_name_attachments_not_their_content() -> None:
     t = SimpleNamespace(info=info, messages=[m], call_records=lambda: {})
     for text in (transcript.to_text(t), transcript.to_markdown(t)):  # type: ignore[arg-type]
         assert "📎 a.txt · text, 11 B" in text and "SECRET BODY" not in text
+
+
+def test_kep_run_attaches_mentions_and_says_what_it_refused(tmp_path: Path) -> None:
+    import json
+    import subprocess
+
+    from conftest import KEP, kep_env
+
+    (tmp_path / "kep.toml").write_text("")
+    (tmp_path / "notes.txt").write_text("hello from notes\n")
+    (tmp_path / "pic.png").write_bytes(PNG)
+    (tmp_path / ".env").write_text(f"K={SECRET}\n")
+    done = subprocess.run([*KEP, "run", "--project", str(tmp_path), "--model", "offline",
+                           "--json", "see @notes.txt @pic.png @.env"], capture_output=True,
+                          text=True, env=kep_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    users = [e["message"] for e in events
+             if e.get("type") == "MessageAdded" and e["message"]["role"] == "user"]
+    assert users[0]["attachments"] == [{"name": "notes.txt", "size": 17,
+                                        "text": "hello from notes\n"}]
+    out = done.stdout + done.stderr
+    assert "@.env: a hidden file" in out and "@pic.png: offline takes no images" in out
+    assert SECRET not in out
