@@ -26,7 +26,7 @@ from tuiapp.security import redact, secrets
 from tuiapp.security.logfile import LogFile
 from tuiapp.settings.config_types import ProviderConfig
 from tuiapp.vocab.events import MessageAdded, ToolFinished
-from tuiapp.vocab.messages import Message, Reasoning, ToolCall
+from tuiapp.vocab.messages import Attachment, Message, Reasoning, ToolCall
 from tuiapp.vocab.tool_specs import ToolSpec
 
 KEY = "sk-proj-Hq2vW8mRx5Lt0Pn3Yc7Kb1Jd9Gf4Za6Es"
@@ -70,7 +70,7 @@ def every_field_history() -> tuple[list[Message], list[ToolSpec], str]:
                 reasoning=Reasoning("responses|p|m", text=p)),
         Message("tool", f"readfile offset=16: {p}", tool_call_id="call_1", name="readfile"),
         Message("assistant", f"the key is {p}"),
-        Message("user", "go on"),
+        Message("user", "go on", attachments=(Attachment("notes.txt", text=p, size=len(p)),)),
     ]
     tools = [ToolSpec("readfile", f"reads files {p}", {"type": "object", "properties": {
         "filename": {"type": "string", "description": p}}}, "keprompt", "/x/readfile")]

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from tuiapp.commands import _start
 from tuiapp.commands._common import fail, load_config, require_trust
-from tuiapp.conversation import session_admin
+from tuiapp.conversation import mentions, session_admin
 from tuiapp.conversation.conversation import Approval, Approver, allow_all, deny_all
 from tuiapp.project.session_start import StartPlan
 from tuiapp.project.workspace import Workspace
@@ -278,7 +278,11 @@ def main(args: argparse.Namespace) -> int:
                 await _start.ready(plan, runner)
                 stop = await _start.start(plan, conv)
             if text is not None and stop != "error":
-                stop = await conv.turn(text)
+                got = await mentions.attach_for(text, ws.root, ws.mcp, model=provider.label,
+                                                takes_images=provider.config.api != "offline")
+                for note in got.notes:  # what an `@` could not attach: one line each
+                    emit(Notice(note, "warning"))
+                stop = await conv.turn(text, attachments=got.attachments)
             return stop
         finally:
             await provider.aclose()

@@ -40,7 +40,7 @@ from tuiapp.vocab.events import (
     TurnStarted,
     Usage,
 )
-from tuiapp.vocab.messages import Message, Reasoning, ToolCall
+from tuiapp.vocab.messages import Attachment, Message, Reasoning, ToolCall
 from tuiapp.vocab.tool_specs import ToolSpec
 
 # A call identical to one already made this many times in the same turn is not run again.
@@ -129,12 +129,15 @@ class Conversation:
             tools = {k: v for k, v in tools.items() if self.allow_only(k)}
         return offered(tools, self.tool_settings())
 
-    async def turn(self, text: str, images: Sequence[str] = ()) -> str:
-        """Add a user message and run the loop. Returns the stop reason."""
+    async def turn(self, text: str, images: Sequence[str] = (),
+                   attachments: Sequence[Attachment] = ()) -> str:
+        """Add a user message (with what its `@` mentions attached: conversation.mentions)
+        and run the loop. Returns the stop reason."""
         self.emit(TurnStarted(text))
         if self.hooks is not None:
             background(self.hooks.fire("user_prompt", {"prompt": text}))
-        self._add(Message("user", text, images=tuple(images)))
+        self._add(Message("user", text, images=tuple(images),
+                          attachments=tuple(attachments)))
         return await self.run_loop()
 
     async def retry(self) -> str:

@@ -87,7 +87,7 @@ def to_text(t: Transcript) -> str:
     records = t.call_records()
     for n, m in enumerate(t.messages):
         lines.append(f"[{_role_label(m)}]")
-        body = m.content
+        body = m.with_chips() if m.attachments else m.content
         if m.role == "tool":
             rows = body.splitlines()
             if len(rows) > SHOW_RESULT_LINES:
@@ -125,6 +125,7 @@ def to_markdown(t: Transcript) -> str:
             out += [m.content, ""]
         if m.images:
             out += [f"Images: {', '.join(f'`{p}`' for p in m.images)}", ""]
+        out += [*(f"- {a.chip()}" for a in m.attachments), ""] if m.attachments else []
         for call, rec in zip(m.tool_calls, records.get(n, []), strict=False):
             args = json.dumps(_arguments(call, rec), ensure_ascii=False, indent=2)
             out += [f"**Tool call** `{call.name}` ({call_outcome(rec)})", "",

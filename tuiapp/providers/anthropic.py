@@ -19,6 +19,7 @@ from typing import Any
 from tuiapp.providers.base import ProviderFailure, StreamEnd, StreamItem
 from tuiapp.providers.wire import (
     SdkProvider,
+    attachment_text,
     clean_history,
     image_note,
     images_to_send,
@@ -114,7 +115,11 @@ def _result_content(m: Message, keep: set[int]) -> str | list[dict[str, Any]]:
 
 
 def _user_blocks(m: Message) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
+    # Attachments and images first: Anthropic recommends documents before the question.
+    blocks: list[dict[str, Any]] = [
+        {"type": "image", "source": {"type": "base64", "media_type": a.media_type,
+                                     "data": a.data}} if a.is_image else
+        {"type": "text", "text": attachment_text(a)} for a in m.attachments]
     notes: list[str] = []
     for path in m.images:  # images first: Anthropic recommends them before the question
         image = load_image(path)

@@ -14,7 +14,7 @@ from typing import Any
 
 from tuiapp.providers.base import Provider, ProviderFailure, mask_secret
 from tuiapp.settings.config_types import ProviderConfig
-from tuiapp.vocab.messages import Message, ToolImage
+from tuiapp.vocab.messages import Attachment, Message, ToolImage
 
 # Local servers (ollama, llama.cpp, vLLM…) ignore the key, but the SDKs insist on one.
 PLACEHOLDER_KEY = "kep-no-key"
@@ -242,13 +242,21 @@ def text_then_images(m: Message, text_part: Callable[[str], dict[str, Any]],
     """A user message's content for the OpenAI APIs: plain text, or with images the text part
     then one part per image (`image_part(media type, base64)`), or a note on why one could not
     be attached. The two APIs differ only in the shape of the parts."""
-    if not m.images:
+    if not m.images and not m.attachments:
         return m.content
-    parts = [text_part(m.content)] if m.content else []
+    parts = [text_part(attachment_text(a)) if not a.is_image else image_part(a.media_type, a.data)
+             for a in m.attachments]
+    parts += [text_part(m.content)] if m.content else []
     for path in m.images:
         image = load_image(path)
         parts.append(text_part(image_note(path)) if image is None else image_part(*image))
     return parts
+
+
+def attachment_text(a: Attachment) -> str:
+    """An attached file's or resource's text as the model reads it: tagged with its name, so
+    the message can refer to it (`@name`) and its end is unmistakable."""
+    return f"<attachment name={json.dumps(a.name, ensure_ascii=False)}>\n{a.text}\n</attachment>"
 
 
 def text_only_result(m: Message, why: str) -> str:

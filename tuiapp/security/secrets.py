@@ -248,6 +248,9 @@ def _message_out(m: Message, s: Secrets) -> Message:
         changes["tool_calls"] = tuple(
             replace(c, arguments=redact_data(c.arguments, s), raw_arguments=s.redact(
                 c.raw_arguments)) for c in m.tool_calls)
+    if any(not a.is_image and s.contains(a.text) for a in m.attachments):
+        changes["attachments"] = tuple(a if a.is_image else replace(a, text=s.redact(a.text))
+                                       for a in m.attachments)
     if m.reasoning is not None:
         r = m.reasoning
         changes["reasoning"] = replace(r, text=s.redact(r.text),

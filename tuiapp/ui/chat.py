@@ -12,7 +12,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from importlib import import_module
 
-from tuiapp.conversation import session_admin
+from tuiapp.conversation import mentions, session_admin
 from tuiapp.conversation.conversation import Approval, Approver, Conversation
 from tuiapp.conversation.recorder import OrderedRecorder, SessionRecorder
 from tuiapp.conversation.store import Store
@@ -191,7 +191,12 @@ class ChatSession:
             await self.provider.loaded()
 
     async def send(self, text: str) -> str:
-        return await self._conversation().turn(text)
+        got = await mentions.attach_for(text, self.ws.root, self.ws.mcp,
+                                        takes_images=self.provider.config.api != "offline",
+                                        model=self.provider.label)
+        for note in got.notes:  # one line each; the message is still sent
+            self._sink(Notice(note, "warning"))
+        return await self._conversation().turn(text, attachments=got.attachments)
 
     async def start(self, plan: StartPlan) -> str:
         """Run a `.prompt` file's statements in this chat (core.session_start)."""

@@ -14,6 +14,7 @@ from textual.worker import Worker, WorkerState
 
 from tuiapp.ui.focus import focus_now
 from tuiapp.ui.literal import say
+from tuiapp.ui.mention_complete import MentionCompletion
 from tuiapp.ui.messages import CoreEvent, ReplyText
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
@@ -38,8 +39,9 @@ if TYPE_CHECKING:
     from tuiapp.ui.widgets.tool_panes import ToolPanes
 
 
-class ConversationRouting(App[int]):
-    """Mixed into KepApp, which provides the chat, the panels and tools_ready."""
+class ConversationRouting(MentionCompletion, App[int]):
+    """Mixed into KepApp, which provides the chat, the panels and tools_ready (and, through
+    MentionCompletion, the prompt's `@` completion)."""
 
     chat: ChatSession
     approval: ApprovalPanel

@@ -122,6 +122,53 @@ class ToolImage:
 
 
 @dataclass(frozen=True)
+class Attachment:
+    """What an `@` mention attached to a user message, as it was when sent: a project file's
+    or an MCP resource's text (already through the secrets filter), or an image (`media_type`
+    from its bytes, `data` its base64). Stored whole with the message, so a resumed session
+    resends what the model saw then, whatever the file holds now."""
+
+    name: str  # as the user wrote it: a project-relative path or `server:uri`
+    text: str = ""
+    media_type: str = ""  # set for an image (one of IMAGE_TYPES)
+    data: str = ""
+    size: int = 0  # bytes of the file or resource
+
+    @property
+    def is_image(self) -> bool:
+        return bool(self.media_type)
+
+    def chip(self) -> str:
+        """The compact line the transcript shows instead of the content."""
+        kind = self.media_type if self.is_image else "text"
+        return f"📎 {self.name} · {kind}, {human_size(self.size)}"
+
+    def to_dict(self, data: bool = True) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name, "size": self.size}
+        if self.is_image:
+            d["media_type"] = self.media_type
+            if data:
+                d["data"] = self.data
+        else:
+            d["text"] = self.text
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Attachment | None:
+        """None for a record that is neither a text nor an image of an accepted type."""
+        if not isinstance(d, dict) or not isinstance(d.get("name"), str):
+            return None
+        size = d.get("size") if isinstance(d.get("size"), int) else 0
+        if "media_type" in d:
+            data = d.get("data")
+            if d["media_type"] not in IMAGE_TYPES or not isinstance(data, str) or not data:
+                return None
+            return cls(d["name"], media_type=d["media_type"], data=data, size=size)
+        text = d.get("text")
+        return cls(d["name"], text=text, size=size) if isinstance(text, str) else None
+
+
+@dataclass(frozen=True)
 class Message:
     role: Role
     content: str = ""
@@ -142,6 +189,13 @@ class Message:
     # user: a compaction summary. The number of messages recorded just before it that stay in
     # the context after it; every earlier one is replaced by this summary (kept in the store).
     summary_keeps: int | None = None
+    # user: what its `@` mentions attached (files, resources, images)
+    attachments: tuple[Attachment, ...] = ()
+
+    def with_chips(self) -> str:
+        """The text as the transcript shows it: then one compact line per attachment (never
+        the attached content itself)."""
+        return "\n".join([self.content, *(a.chip() for a in self.attachments)])
 
     def to_dict(self, image_data: bool = True) -> dict[str, Any]:
         """The stored form. `image_data=False` leaves tool images' base64 out (exports and
@@ -173,6 +227,8 @@ class Message:
             d["tool_images"] = [i.to_dict(image_data) for i in self.tool_images]
         if self.summary_keeps is not None:
             d["summary_keeps"] = self.summary_keeps
+        if self.attachments:
+            d["attachments"] = [a.to_dict(image_data) for a in self.attachments]
         return d
 
     @classmethod
@@ -193,7 +249,14 @@ class Message:
             reasoning=Reasoning.from_dict(d.get("reasoning")),
             tool_images=_tool_images(d.get("tool_images")),
             summary_keeps=_keeps(d.get("summary_keeps")),
+            attachments=_attachments(d.get("attachments")),
         )
+
+
+def _attachments(value: Any) -> tuple[Attachment, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(a for a in map(Attachment.from_dict, value) if a is not None)
 
 
 def _tool_images(value: Any) -> tuple[ToolImage, ...]:

@@ -111,8 +111,10 @@ class PromptInput(TextArea):
     async def _on_key(self, event: events.Key) -> None:
         # Runs before TextArea's own handler (which would insert "\n" for Enter).
         menu = self.completer
+        take = getattr(self.app, "completion_key", None)  # the `@` list (ui.mention_complete)
         if await self._editor_keys(event.key) or (
-                menu is not None and menu.is_open and menu.take_key(event.key, self)):
+                menu is not None and menu.is_open and menu.take_key(event.key, self)) or (
+                take is not None and take(event.key)):
             event.stop()
             event.prevent_default()
             return
@@ -124,6 +126,13 @@ class PromptInput(TextArea):
             event.stop()
             event.prevent_default()
             self.insert("\n")
+
+    def _on_paste(self, event: events.Paste) -> None:
+        # A pasted (or dropped) file path becomes an `@` mention (ui.mention_complete);
+        # TextArea's own handler (next in the MRO) inserts the text.
+        pasted = getattr(self.app, "pasted_text", None)
+        if pasted is not None:
+            event.text = pasted(event.text)
 
     async def _editor_keys(self, key: str) -> bool:
         """The external-editor sequence ([keys] external_editor); a first key followed by

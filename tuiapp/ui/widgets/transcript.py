@@ -268,7 +268,7 @@ class Transcript(VerticalScroll):
             dim_above(self)
             self.mount(CompactedMarker(message))
         elif message.role == "user":
-            self.add_user(message.content)
+            self.add_user(message.with_chips())
         elif message.role == "assistant":
             self._in_reply, self._batch = 0, None  # its tool calls come next
             if self._reply is None and (message.content or message.interrupted):
@@ -332,7 +332,7 @@ class Transcript(VerticalScroll):
 
                 widgets.append(CompactedMarker(m))
             elif m.role == "user":
-                widgets.append(UserMessage(m.content))
+                widgets.append(UserMessage(m.with_chips()))
             elif m.role == "assistant":
                 thought = m.reasoning.text if m.reasoning else ""
                 if m.content or m.interrupted or thought:
