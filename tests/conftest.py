@@ -56,6 +56,11 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(SESSION_HOME, ignore_errors=True)
+    # The last test's network proxy (its socket folder is in $TMPDIR): kep removes it at exit,
+    # but a parallel worker's exit skips atexit handlers.
+    from tuiapp.security.sandbox import spawn
+
+    spawn.stop_network()
 
 KEY_VARS = (
     "OPENAI_API_KEY",

@@ -9,6 +9,7 @@ module starts a process.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import dataclasses
 import os
@@ -181,6 +182,9 @@ async def _ensure_network() -> None:
             raise OSError("the network namespace did not come up")
         _state.holder, _state.holder_pid, _state.port = holder, info, port
         _state.proxy, _state.proxy_loop = proxy, loop
+        # The socket's folder lives in $TMPDIR: gone when kep ends, not one left per run.
+        atexit.unregister(stop_network)  # once, however many loops started one
+        atexit.register(stop_network)
     except OSError as e:
         _state.net_failed = f"no network through kep: {e}"
         notice(f"sandbox: {_state.net_failed}; tools get no network")
@@ -200,8 +204,10 @@ def stop_network() -> None:
             _state.holder.kill()
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             _state.holder.wait(2)
-    if _state.proxy is not None and _state.proxy.server is not None:
-        _state.proxy.server.close()
+    if _state.proxy is not None:
+        if _state.proxy.server is not None:
+            _state.proxy.server.close()
+        _state.proxy.remove_socket()
     _state.holder, _state.proxy, _state.proxy_loop = None, None, None
 
 
