@@ -37,6 +37,14 @@ READ_ONLY_BUILTINS: dict[str, frozenset[str]] = {
     "files": frozenset({"readfile", "listdir", "grep"}),
 }
 BUILTIN_DEFAULT = "kep's read-only built-ins"
+# kep's built-ins that overwrite files, and those that reach beyond this machine (the hints
+# `kep mcp serve` declares for them; see is_builtin_in).
+WRITING_BUILTINS: dict[str, frozenset[str]] = {
+    "files": frozenset({"writefile", "write_base64_file"}),
+}
+OPEN_WORLD_BUILTINS: dict[str, frozenset[str]] = {
+    "web": frozenset({"wwwget"}), "shell": frozenset({"execcmd"}),
+}
 # kep's built-in functions that run a command line, and the argument that holds it.
 SHELL_BUILTINS: dict[str, dict[str, str]] = {"shell": {"execcmd": "cmd"}}
 
@@ -231,6 +239,12 @@ def is_read_only_builtin(spec: ToolSpec) -> bool:
     """Whether `spec` is one of kep's own read-only built-ins: declared by kep's bundled
     file, and run from that file. The name alone proves nothing."""
     return _is_builtin(spec, READ_ONLY_BUILTINS)
+
+
+def is_builtin_in(spec: ToolSpec, table: Mapping[str, Collection[str]]) -> bool:
+    """Whether `spec` is one of kep's own built-ins listed in `table` (bundled file → names),
+    by where it is declared and run from, never by its name alone."""
+    return _is_builtin(spec, table)
 
 
 def _is_builtin(spec: ToolSpec, table: Mapping[str, Collection[str]]) -> bool:
