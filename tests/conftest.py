@@ -38,11 +38,19 @@ PYCACHE = str(REPO / ".pytest_cache" / "kep-pycache")
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    """The whole suite (`pytest` with no paths) runs on every core by default; a few files
+    """The whole suite (`pytest` with no paths) runs on every core by default, without the
+    tests marked `slow` (`-m slow` runs just those, KEP_TEST_SLOW=1 everything); a few files
     named on the command line run in one process. `-n N` (`-n 0`: one process) or
     `-p no:xdist` choose otherwise. The tests of one xdist_group (the pseudo-terminal ones,
     which wait on a real terminal's pace) share a worker, so they never compete with each
     other for the cores."""
+    if (config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.markexpr
+            and not os.environ.get("PYTEST_XDIST_WORKER")
+            and os.environ.get("KEP_TEST_SLOW") != "1"):
+        # The whole suite leaves out the `slow` tests (end to end through real kep processes,
+        # MCP servers, a pseudo-terminal): `.ci/run` runs them too, with `-m slow`. Workers
+        # get this option from the controller.
+        config.option.markexpr = "not slow"
     if (not config.pluginmanager.hasplugin("xdist") or os.environ.get("PYTEST_XDIST_WORKER")
             or config.option.numprocesses is not None or config.getoption("usepdb", False)
             or config.args_source != pytest.Config.ArgsSource.TESTPATHS):
@@ -56,6 +64,11 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(SESSION_HOME, ignore_errors=True)
+    # The last test's network proxy (its socket folder is in $TMPDIR): kep removes it at exit,
+    # but a parallel worker's exit skips atexit handlers.
+    from tuiapp.security.sandbox import spawn
+
+    spawn.stop_network()
 
 KEY_VARS = (
     "OPENAI_API_KEY",

@@ -73,6 +73,7 @@ def prompt(app: KepApp) -> PromptInput:
     return app.query_one(PromptInput)
 
 
+@pytest.mark.slow
 async def test_y_y_y_answers_three_queued_calls_in_order(proj: Path) -> None:
     app = app_for(proj)
     async with app.run_test(size=SIZE) as pilot:
@@ -139,6 +140,7 @@ async def test_N_then_another_key_cancels(proj: Path) -> None:
         assert ran(proj) == [] and [m.is_error for m in tool_messages(app)] == [True] * 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("key", "action"), [("a", "allow"), ("d", "deny")])
 async def test_a_and_d_write_kep_toml_only_after_a_digit(
         proj: Path, key: str, action: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -315,6 +317,7 @@ def test_500_calls_with_huge_and_hostile_arguments_list_in_bounded_lines() -> No
     assert "\x1b" not in reply.lines(None).plain  # escaped, never sent to the terminal
 
 
+@pytest.mark.slow
 async def test_a_key_pressed_too_soon_while_going_down_the_queue_is_dropped(
         proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """y y pressed quickly: the first answers call 1; the second comes before call 2 could
@@ -337,6 +340,7 @@ async def test_a_key_pressed_too_soon_while_going_down_the_queue_is_dropped(
         assert sorted(ran(proj)) == ["notes.txt", "other.txt"]
 
 
+@pytest.mark.slow
 async def test_focus_in_another_panel_moves_to_the_call_and_back(proj: Path) -> None:
     provider = GatedProvider()
     app = app_for(proj, provider=provider)

@@ -91,6 +91,7 @@ async def _pick_every_choice(pilot: Pilot[Any], app: KepApp, cwd: Path) -> int:
     return len(selects)
 
 
+@pytest.mark.slow
 async def test_no_payload_acts_on_any_screen(checkout: Path, tmp_path: Path) -> None:
     hidden = {"path": f"notes{canary.HIDDEN}{canary.TAIL}", "note": canary.PAYLOAD}
     calls = [ToolCall("c1", FORM, hidden), ToolCall("c2", "canary_tool", {"x": canary.PAYLOAD}),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+import pytest
 from tui_helpers import SIZE, app_for, make_project, send, wait_approval, wait_idle
 
 from tuiapp.settings import config_writer
@@ -30,6 +31,7 @@ def comment_lines(text: str) -> list[str]:
     return [line[line.index("#"):] for line in text.splitlines() if "#" in line]
 
 
+@pytest.mark.slow
 async def test_always_allow_always_deny_and_a_theme_change_keep_every_comment(
         tmp_path: Path) -> None:
     proj = make_project(tmp_path / "proj")

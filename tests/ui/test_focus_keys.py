@@ -159,6 +159,7 @@ def three_calls() -> ScriptedProvider:
                              [TextDelta("done"), StreamEnd("end_turn")]])
 
 
+@pytest.mark.slow
 async def test_the_footer_keeps_saying_a_call_waits_from_the_second_on(proj: Path) -> None:
     app = app_for(proj, provider=three_calls())
     async with app.run_test(size=SIZE) as pilot:

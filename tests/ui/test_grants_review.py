@@ -15,6 +15,7 @@ from tuiapp.ui.widgets import approval_keys
 KEP_TOML = "[tools]\nbuiltins = false\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("keep", [False, True])
 async def test_session_grants_are_reviewed_at_quit(tmp_path: Path, keep: bool) -> None:
     proj = make_project(tmp_path / "proj")

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 from tui_helpers import app_for, make_project, send, tool_messages, until, wait_idle
 
@@ -103,6 +104,7 @@ async def test_an_mcp_servers_resources_and_prompts_show_in_the_functions_panel(
         proc.wait(10)
 
 
+@pytest.mark.slow
 async def test_a_failed_server_says_so_once_in_one_short_line(tmp_path: Path) -> None:
     """Its toast came back on every start and filled a 20×6 screen: now once per failure,
     one short line; the functions panel keeps the whole reason."""

@@ -31,6 +31,7 @@ async def pick(pilot: object, entry: str, choice: str) -> None:
     await until(pilot, lambda: not isinstance(app.screen, CommandPalette), what="closed")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [SIZE, (80, 24)])
 async def test_palette_options_reach_the_next_request(proj: Path,
                                                       size: tuple[int, int]) -> None:

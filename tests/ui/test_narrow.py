@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 from tui_helpers import ScriptedProvider, app_for, make_project, send, until, wait_idle
 
@@ -50,6 +51,7 @@ def sizes() -> list[tuple[int, int]]:
     return out
 
 
+@pytest.mark.slow
 async def test_resizing_down_to_20x6_with_the_panels_open_never_crashes(
         tmp_path: Path) -> None:
     app = app_for(project(tmp_path / "proj"), provider=provider())

@@ -41,6 +41,7 @@ def shown_questions(transcript: Transcript) -> list[int]:
     return [int(str(u.render()).split()[-1]) for u in transcript.query(UserMessage)]
 
 
+@pytest.mark.slow
 async def test_a_long_session_draws_its_tail_and_pages_back_on_request(proj: Path) -> None:
     store = Store.open()
     turns = 250

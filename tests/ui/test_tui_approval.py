@@ -125,6 +125,7 @@ async def test_d_writes_a_deny_rule_and_later_calls_are_denied_without_asking(pr
         assert "denied by policy" in tool_messages(app)[-1].content
 
 
+@pytest.mark.slow
 async def test_a_narrow_always_covers_only_the_file_shown(proj: Path) -> None:
     """Issue 25 item 2: the first choice is the narrowest (this file); a call on another
     file is asked again; the written rule is anchored and says where it came from."""
@@ -146,6 +147,7 @@ async def test_a_narrow_always_covers_only_the_file_shown(proj: Path) -> None:
         assert ran(proj) == ["notes.txt", "notes.txt"]
 
 
+@pytest.mark.slow
 async def test_e_edits_the_arguments_and_invalid_json_is_refused(proj: Path) -> None:
     app = app_for(proj)
     async with app.run_test(size=SIZE) as pilot:
@@ -187,6 +189,7 @@ def two_calls() -> ScriptedProvider:
                              [TextDelta("both done"), StreamEnd("end_turn")]])
 
 
+@pytest.mark.slow
 async def test_Y_allows_every_pending_call_of_the_reply(proj: Path) -> None:
     provider = two_calls()
     app = app_for(proj, provider=provider)
@@ -211,6 +214,7 @@ async def test_N_denies_every_pending_call_of_the_reply(proj: Path) -> None:
         assert [m.is_error for m in tool_messages(app)] == [True, True]
 
 
+@pytest.mark.slow
 async def test_every_key_has_a_button(proj: Path) -> None:
     app = app_for(proj)
     async with app.run_test(size=SIZE) as pilot:

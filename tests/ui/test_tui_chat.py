@@ -152,6 +152,7 @@ async def test_first_run_panel_says_what_is_active_and_how_to_configure(proj: Pa
         await until(pilot, lambda: not app.query(FirstRunPanel), what="dismissal")
 
 
+@pytest.mark.slow
 async def test_a_saved_session_opens_with_its_history(proj: Path) -> None:
     store = Store.open()
     first = app_for(proj, store=store)

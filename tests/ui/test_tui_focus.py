@@ -32,6 +32,7 @@ async def test_typing_on_the_transcript_goes_to_the_prompt(proj: Path) -> None:
         assert prompt.has_focus and prompt.text == "hi tab"
 
 
+@pytest.mark.slow
 async def test_closing_the_output_viewer_gives_the_prompt_the_keyboard(proj: Path) -> None:
     app = app_for(proj)
     async with app.run_test(size=SIZE) as pilot:

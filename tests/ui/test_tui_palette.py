@@ -33,6 +33,7 @@ async def palette(pilot: object, query: str) -> None:
     await pilot.press("enter")  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 async def test_export_new_and_open_sessions(proj: Path) -> None:
     store = Store.open()
     app = app_for(proj, store=store)
@@ -95,6 +96,7 @@ async def test_chosen_theme_is_saved_where_it_takes_effect(proj: Path) -> None:
         assert tomllib.loads((proj / "kep.toml").read_text())["theme"] == "high-contrast"
 
 
+@pytest.mark.slow
 async def test_mcp_servers_start_with_the_app_and_show_in_the_functions_panel(
         tmp_path: Path) -> None:
     fake = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"

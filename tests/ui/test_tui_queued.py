@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import write_tool
 from textual.widgets import Static
 from tui_helpers import SIZE, ScriptedProvider, app_for, make_project, send, until, wait_idle
@@ -55,6 +56,7 @@ async def test_calls_waiting_for_a_slot_show_queued(tmp_path: Path) -> None:
         assert statuses == ["ok"] * 3
 
 
+@pytest.mark.slow
 async def test_a_flood_of_calls_is_a_few_blocks_and_one_counting_line(tmp_path: Path) -> None:
     n = SHOWN + 24
     provider = ScriptedProvider([[*calls(n), StreamEnd("tool_use")], [StreamEnd("end_turn")]])

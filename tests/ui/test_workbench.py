@@ -35,6 +35,7 @@ def result_line(bench: Workbench) -> str:
     return str(bench.query_one("#bench-result", Static).render())
 
 
+@pytest.mark.slow
 async def test_the_whole_loop(proj: Path) -> None:
     app = make_app(Workspace(project_config.load(proj)), model="offline")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -202,6 +203,7 @@ async def test_a_save_outside_kep_reruns_and_escapes_are_shown_not_obeyed(
         await until(pilot, lambda: isinstance(app.screen, ToolEditor), what="kep's editor")
 
 
+@pytest.mark.slow
 async def test_enter_on_a_broken_tool_and_the_check_from_the_panel(proj: Path) -> None:
     from tuiapp.tools.templates import create
 

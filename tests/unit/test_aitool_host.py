@@ -53,6 +53,7 @@ async def test_without_host_settings_each_class_says_what_it_needed(tmp_path: Pa
     assert "limit" not in err  # has a default: not needed
 
 
+@pytest.mark.slow
 async def test_setup_hook_and_constructor_arguments_make_them_work(tmp_path: Path) -> None:
     root = project(tmp_path, HOST)
     ws = await workspace(root)
@@ -69,6 +70,7 @@ async def test_setup_hook_and_constructor_arguments_make_them_work(tmp_path: Pat
     assert (fin.status, fin.result) == ("ok", "x tagged in ws-1 (limit 3)")
 
 
+@pytest.mark.slow
 async def test_an_object_the_host_builds_is_given_through_a_call(tmp_path: Path) -> None:
     """`init.Class = { arg = { call = "module:function" } }`: the class gets what that
     callable returns (after setup ran), with no change to the class's code."""

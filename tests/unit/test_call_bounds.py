@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_conversation import ECHO, Recorder, Scripted, call, conv
 from test_runner import Recorder as RunRecorder
 from test_runner import runner, tool
@@ -80,6 +81,7 @@ async def test_interrupting_the_turn_finishes_queued_calls_as_cancelled(tmp_path
     assert r.queued() == [] and r._gate.running == 0
 
 
+@pytest.mark.slow
 async def test_500_queued_calls_finish_and_memory_of_the_gate_is_released(tmp_path: Path) -> None:
     r = runner(tmp_path, max_parallel=8)
     spec = tool(tmp_path, "quick", "true")

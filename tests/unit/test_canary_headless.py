@@ -75,6 +75,10 @@ class _Terminal:
         return bytes(self.data)
 
 
+# Its module-scoped fixture is built once: the module's tests share a parallel worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("canary_headless")]
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, bytes, bytes]]:
     base = tmp_path_factory.mktemp("canary")

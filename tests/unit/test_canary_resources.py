@@ -78,6 +78,7 @@ def _run(root: Path, argv: list[str], env: dict[str, str]) -> subprocess.Complet
                           preexec_fn=_capped)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_hostile_file_is_one_clear_line_in_every_command(
         case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

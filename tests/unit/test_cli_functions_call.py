@@ -95,6 +95,7 @@ def test_functions_with_a_bad_config_is_a_clean_exit_2(proj: Path) -> None:
     assert "Traceback" not in res.stderr
 
 
+@pytest.mark.slow
 def test_call_streams_output_and_returns_the_exit_code(proj: Path, tmp_path: Path) -> None:
     res = kep("call", "greet", '{"who": "ann"}', "--project", str(proj))
     assert (res.returncode, res.stdout, res.stderr) == (0, 'hello {"who": "ann"}\n', "to stderr\n")
@@ -117,6 +118,7 @@ def test_call_output_arrives_while_the_tool_runs(proj: Path) -> None:
     assert proc.wait(10) == 0
 
 
+@pytest.mark.slow
 def test_call_checks_arguments_before_running_anything(proj: Path, tmp_path: Path) -> None:
     res = kep("call", "greet", '{"who": 42}', "--project", str(proj))
     assert res.returncode == 2

@@ -106,6 +106,7 @@ async def test_compact_summarises_with_the_current_model_and_goes_on(
         assert resumed[0].summary_keeps == 1 and resumed[0].content.endswith("says hello.")
 
 
+@pytest.mark.slow
 async def test_reasoning_in_what_stays_goes_back_whole(make: Make,
                                                        server: FakeLLMServer) -> None:
     """A long single turn: the cut falls before the reasoning step, which stays whole with
@@ -189,6 +190,7 @@ def test_compacted_view_over_several_compactions_and_garbage() -> None:
                              ).summary_keeps is None
 
 
+@pytest.mark.slow
 def test_kep_run_compacts_automatically_and_says_so(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("hello from the notes\n")
     (tmp_path / "kep.toml").write_text("compact_at = 0.01\n[providers.offline]\n"

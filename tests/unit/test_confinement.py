@@ -195,6 +195,7 @@ def test_writefile_never_writes_outside_through_a_swap(swapping, outside: Path) 
     assert wrote > 0
 
 
+@pytest.mark.slow
 def test_grep_and_listdir_never_walk_outside_through_a_swap(swapping) -> None:
     files = load_files()
     swapping()

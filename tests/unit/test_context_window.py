@@ -69,6 +69,7 @@ def test_misspelt_key_in_a_model_table_warns() -> None:
     assert not any("prices" in w for w in cfg.warnings)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("api", ["chat", "responses", "anthropic"])
 async def test_each_request_reports_its_input_tokens_against_the_window(
         api: str, make: Make, server: FakeLLMServer) -> None:

@@ -52,6 +52,10 @@ EXPECTED = {
 }
 
 
+# Its module-scoped fixture is built once: the module's tests share a parallel worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("extension_luna_fidelity")]
+
+
 @pytest.fixture(scope="module")
 def declared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     root = copy_fixture("ext_luna", tmp_path_factory.mktemp("luna"))

@@ -27,6 +27,10 @@ FMT = AIToolFormat()
 SOURCES = {"sources": [{"format": "aitool", "path": "mytools"}]}
 
 
+# Its module-scoped fixture is built once: the module's tests share a parallel worker.
+pytestmark = pytest.mark.xdist_group("format_aitool")
+
+
 @pytest.fixture(scope="module")
 def declared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     root = copy_fixture("aitool", tmp_path_factory.mktemp("ait"))

@@ -43,6 +43,10 @@ def root(tmp_path: Path) -> Path:
     return copy_fixture("extensions", tmp_path)
 
 
+# Its module-scoped fixture is built once: the module's tests share a parallel worker.
+pytestmark = pytest.mark.xdist_group("format_extensions")
+
+
 @pytest.fixture(scope="module")
 def declared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """One copy declared once for the tests that only read it (each pack costs a child)."""

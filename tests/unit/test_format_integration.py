@@ -21,7 +21,9 @@ from tuiapp.project import config as project_config
 from tuiapp.tools.registry import Registry
 from tuiapp.vocab.tool_specs import FORMATS
 
-pytestmark = pytest.mark.slow  # a few kep subprocesses, each importing its tools
+# A few kep subprocesses, each importing its tools; the module-scoped fixture is built once:
+# the module's tests share a parallel worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("format_integration")]
 
 
 def build_project(dest: Path, ts_runtime: str | None = TSX) -> Path:

@@ -138,6 +138,7 @@ def kep(*argv: str) -> subprocess.CompletedProcess[str]:
                           timeout=60)
 
 
+@pytest.mark.slow
 def test_cli_exit_codes_json_and_hostile_text(project: Path) -> None:
     (project / "kep.toml").write_text("[tools]\nbuiltins = false\n")
     put(project, tool_text())

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import KEP, kep_env, write_tool
 from test_run_offline import SHOUT
 
@@ -36,6 +37,7 @@ def test_read_only_mode_denies_even_with_yes(project: Path) -> None:
     assert not (project / "ran.marker").exists()
 
 
+@pytest.mark.slow
 def test_yolo_runs_without_a_tty_and_without_yes(project: Path) -> None:
     shout_project(project)
     out = run(project, "--json", "--mode", "yolo", "shout notes.txt")

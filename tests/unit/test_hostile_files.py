@@ -57,6 +57,7 @@ def test_a_kep_toml_directory_is_one_line(project: Path) -> None:
     one_clean_line(kep("functions", cwd=project), "kep.toml", "a directory")
 
 
+@pytest.mark.slow
 def test_a_2_mb_unknown_key_is_a_short_warning(project: Path) -> None:
     (project / "kep.toml").write_text("[tools]\nbuiltins = false\n" + "k" * 2_000_000 + " = 1\n")
     res = kep("functions", cwd=project)
@@ -124,6 +125,7 @@ def test_kep_call_arguments_nested_100k_deep_are_one_line(project: Path) -> None
     one_clean_line(kep("call", "readfile", deep, cwd=project), "nested too deeply")
 
 
+@pytest.mark.slow
 def test_an_mcp_json_nested_100k_deep_is_a_broken_entry(project: Path) -> None:
     (project / "mcp.json").write_text('{"mcpServers": ' + '{"a": ' * 100_000 + "1"
                                       + "}" * 100_000 + "}")

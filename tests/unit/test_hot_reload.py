@@ -289,6 +289,7 @@ async def live(root: Path) -> AsyncIterator[Live]:
             await task
 
 
+@pytest.mark.slow
 async def test_save_patterns_through_the_reloader(project: Path) -> None:
     root = make_project(project)
     async with live(root) as lv:

@@ -9,6 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import KEP, kep_env
 
 
@@ -22,6 +23,7 @@ def functions(project: Path, path: str) -> dict[str, dict]:
     return {str(t.get("name") or t.get("source")): t for t in items}
 
 
+@pytest.mark.slow
 def test_installing_the_interpreter_is_seen_without_touching_the_tool(
         project: Path, tmp_path: Path) -> None:
     (project / "kep.toml").write_text("[tools]\nbuiltins = false\n")

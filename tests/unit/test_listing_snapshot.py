@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import KEP, kep_env, write_tool
 
 PLAIN = {"type": "object", "properties": {"text": {"type": "string"}}}
@@ -63,6 +64,7 @@ def settled(proj: Path, *extra: str, **kw: object) -> Run:
     raise AssertionError("never answered from the snapshot")
 
 
+@pytest.mark.slow
 def test_every_kind_of_change_reaches_a_snapshot_answered_listing(
         project: Path, tmp_path: Path) -> None:
     (project / "kep.toml").write_text("[tools]\nbuiltins = false\n")
@@ -147,6 +149,7 @@ def test_project_root_and_trust_changes_are_seen(project: Path, tmp_path: Path) 
     assert not run.served and "not trusted" in run.stderr
 
 
+@pytest.mark.slow
 def test_machine_dependent_verdicts_are_checked_on_every_listing(
         project: Path, tmp_path: Path) -> None:
     (project / "kep.toml").write_text("[tools]\nbuiltins = false\n")

@@ -10,6 +10,8 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
+
 from tuiapp.mcp.client import McpManager
 from tuiapp.mcp.servers import read_mcp_json
 from tuiapp.project import config as project_config
@@ -94,6 +96,7 @@ def test_per_server_prefix_is_read_from_mcp_json(tmp_path: Path) -> None:
         raise AssertionError("a non-boolean prefix must be refused")
 
 
+@pytest.mark.slow
 async def test_prefix_false_keeps_bare_names_for_that_server_only(tmp_path: Path) -> None:
     bare = McpServerConfig("git", sys.executable, (FAKE_MCP,), prefix=False)
     prefixed = McpServerConfig("other", sys.executable, (FAKE_MCP,))

@@ -188,6 +188,7 @@ async def test_result_shapes_names_and_broken_schemas(start) -> None:
     assert failed.status == "failed" and failed.result == "Error: it failed: no such thing"
 
 
+@pytest.mark.slow
 async def test_progress_notifications_stream_as_tool_output(start) -> None:
     manager, _ = await start(fake())
     events: list[Event] = []
@@ -197,6 +198,7 @@ async def test_progress_notifications_stream_as_tool_output(start) -> None:
     assert outputs == "step 1 of 3 (1/3)\nstep 2 of 3 (2/3)\nstep 3 of 3 (3/3)\n"
 
 
+@pytest.mark.slow
 async def test_list_changed_refreshes_the_tools(start) -> None:
     manager, sink = await start(fake())
     assert "fake_extra" not in sink.names("mcp:fake")
@@ -225,6 +227,7 @@ async def test_prefix_can_be_dropped(start) -> None:
     assert "echo" in sink.names("mcp:fake") and "get_thing" in sink.names("mcp:fake")
 
 
+@pytest.mark.slow
 async def test_a_crash_mid_call_is_reported_marks_tools_broken_and_restart_recovers(start) -> None:
     manager, sink = await start(fake())
     fin = await call(manager, "fake_crash")
@@ -345,6 +348,7 @@ async def test_client_against_server_everything(start) -> None:
 
 # ---- wiring: the real registry, and config changes ---------------------------------------------
 
+@pytest.mark.slow
 async def test_tools_flow_into_the_registry_and_break_and_recover_with_the_server(
         tmp_path: Path) -> None:
     config = Config(project_root=tmp_path, mcp_servers={"fake": fake()})
@@ -372,6 +376,7 @@ async def test_tools_flow_into_the_registry_and_break_and_recover_with_the_serve
         await manager.stop()
 
 
+@pytest.mark.slow
 async def test_reconfigure_starts_new_servers_stops_removed_ones_and_restarts_changed(
         start, tmp_path: Path) -> None:
     manager, sink = await start(fake("a"), fake("b"), fake("d"))

@@ -30,6 +30,7 @@ def kep(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=60, stdin=subprocess.DEVNULL)
 
 
+@pytest.mark.slow
 def test_kep_run_names_a_server_that_failed_at_start(proj: Path) -> None:
     res = kep(proj, "run", "use the broken server")
     assert res.returncode == 0, res.stderr
@@ -39,6 +40,7 @@ def test_kep_run_names_a_server_that_failed_at_start(proj: Path) -> None:
     assert "failed" in warning[0] or "still starting" in warning[0], res.stderr
 
 
+@pytest.mark.slow
 def test_kep_call_of_a_failed_servers_tool_says_the_server_failed(proj: Path) -> None:
     res = kep(proj, "call", "broken_lookup", "{}")
     assert res.returncode == 2 and "Traceback" not in res.stderr
@@ -50,6 +52,7 @@ def test_kep_call_of_a_failed_servers_tool_says_the_server_failed(proj: Path) ->
 DEAF = "import sys, time\nsys.stdin.read()\ntime.sleep(100000)\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [("functions",), ("run", "hi"), ("call", "deaf_x", "{}")])
 def test_a_server_that_never_answers_and_ignores_eof_never_holds_kep(
         project: Path, command: tuple[str, ...]) -> None:

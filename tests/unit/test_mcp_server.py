@@ -162,6 +162,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_stdout_carries_only_protocol_messages(served: Path) -> None:
     """Raw JSON-RPC over pipes: every stdout line is a JSON-RPC message, nothing else, even
     when kep itself prints."""
@@ -229,6 +230,7 @@ def test_mcp_inspector_cli_lists_kep_tools(served: Path, tmp_path: Path) -> None
     assert sorted(t["name"] for t in listed["tools"]) == ["explode", "greet"]
 
 
+@pytest.mark.slow
 def test_kep_mcp_serve_does_not_start_itself_again(served: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """An mcp.json naming `kep mcp serve` for its own project must not recurse. (Without the

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from tuiapp.mcp.client import McpManager
 from tuiapp.mcp.startup import exit_description
 from tuiapp.settings.config_types import Config, McpServerConfig
@@ -63,6 +65,7 @@ def slow_server(tmp_path: Path, name: str, delay: float) -> McpServerConfig:
     return McpServerConfig(name, sys.executable, (str(f),), startup_timeout=20)
 
 
+@pytest.mark.slow
 async def test_a_prompt_naming_a_slow_servers_tool_waits_for_it(tmp_path: Path) -> None:
     from tuiapp.mcp import known_tools
 
@@ -90,6 +93,7 @@ def test_prompt_naming_is_by_whole_words(tmp_path: Path) -> None:
     assert not known_tools.named_in("", "git")
 
 
+@pytest.mark.slow
 def test_kep_run_names_servers_still_starting(tmp_path: Path) -> None:
     import json
     import subprocess
@@ -109,6 +113,7 @@ def test_kep_run_names_servers_still_starting(tmp_path: Path) -> None:
     assert "MCP server laggard still starting after 5s" in r.stderr
 
 
+@pytest.mark.slow
 async def test_kep_mcp_serve_first_tools_list_has_its_servers_tools(tmp_path: Path) -> None:
     """A client that lists once (most do) sees the tools of kep's own MCP servers, even a
     server that needs a moment to start."""
@@ -130,6 +135,7 @@ async def test_kep_mcp_serve_first_tools_list_has_its_servers_tools(tmp_path: Pa
     assert "upstream_echo" in names
 
 
+@pytest.mark.slow
 def test_kep_functions_lists_servers_that_fail_or_time_out_at_start(tmp_path: Path) -> None:
     """Before: a server that timed out at start appeared nowhere in `kep functions`."""
     import json

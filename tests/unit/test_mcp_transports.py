@@ -144,6 +144,7 @@ async def test_embedded_text_resources_reach_the_model_capped(start, sse_server:
     assert text.endswith(f"… [resource cut at {RESOURCE_CAP} of 60000 characters]")
 
 
+@pytest.mark.slow
 async def test_task_required_tools_are_listed_broken_with_the_reason(
         start, sse_server: str) -> None:
     manager, sink = await start(McpServerConfig("fs", url=f"{sse_server}/sse", transport="sse",
@@ -154,6 +155,7 @@ async def test_task_required_tools_are_listed_broken_with_the_reason(
     assert any("task_only" in b and "task" in b and "not support" in b for b in broken)
 
 
+@pytest.mark.slow
 async def test_resources_and_prompts_are_listed_with_the_server(start, sse_server: str) -> None:
     manager, _ = await start(McpServerConfig("docs", url=f"{sse_server}/sse", transport="sse",
                                              startup_timeout=10))
@@ -163,6 +165,7 @@ async def test_resources_and_prompts_are_listed_with_the_server(start, sse_serve
                                 "1 prompt (review))")  # task_only is broken, not counted
 
 
+@pytest.mark.slow
 def test_an_mcp_prompt_starts_a_session(sse_server: str, tmp_path: Path) -> None:
     """`kep run --prompt mcp:SERVER/NAME --set arg=…`: the server's messages open the
     conversation and its last user message is sent, as a .prompt file's would be."""

@@ -63,6 +63,7 @@ def test_bad_options_name_the_key(table: dict[str, Any], says: str) -> None:
     assert says in str(e.value)
 
 
+@pytest.mark.slow
 async def test_each_api_names_them_its_way(make: Make, server: FakeLLMServer) -> None:
     server.add({"text": "a"}, {"text": "b"}, {"text": "c"}, {"text": "d"})
     for api in ("chat", "responses", "anthropic"):

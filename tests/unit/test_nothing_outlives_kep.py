@@ -114,6 +114,7 @@ def test_killing_headless_kep_leaves_nothing(proj: tuple[Path, str], how: str, s
             proc.kill()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "SIGHUP", "close the terminal"])
 def test_ending_the_tui_leaves_nothing(proj: tuple[Path, str], how: str) -> None:
     import pexpect
@@ -166,6 +167,7 @@ echo done
     assert_all_gone(mark)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["SIGKILL", "close the terminal"])
 def test_the_tuis_mcp_server_does_not_outlive_it(project: Path, how: str) -> None:
     import pexpect

@@ -77,6 +77,7 @@ sleep {mark}""")
     end_when_ready(project, proc, mark, sig)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP])
 def test_an_mcp_server_and_its_children_are_gone(project: Path, sig: int) -> None:
     mark = marker()

@@ -63,6 +63,7 @@ def test_kep_run_yes_still_runs_what_the_rules_allow(project: Path) -> None:
     assert (project / "made.txt").read_text().strip() == "made"
 
 
+@pytest.mark.slow
 async def test_mcp_serve_allow_ask_never_runs_a_denied_call(project: Path) -> None:
     (project / "kep.toml").write_text(DENY_RM.replace('action = "allow"', 'action = "ask"'))
     target = victim(project)
@@ -135,6 +136,7 @@ anyio.run(main)
 '''
 
 
+@pytest.mark.slow
 def test_an_mcp_readfile_with_read_only_hint_is_asked(project: Path) -> None:
     server = project / "ro_server.py"
     server.write_text(READONLY_MCP)

@@ -260,6 +260,7 @@ def test_kep_new_does_not_write_through_a_linked_folder(tmp_path: Path, linked: 
 # ---- Loki config: read once trusted, but never read whole ---------------------------------------
 
 
+@pytest.mark.slow
 def test_a_loki_config_yaml_linked_to_dev_zero_is_never_read_whole(checkout: Path) -> None:
     (checkout / "functions" / "tools").mkdir(parents=True)
     (checkout / "functions" / "tools" / "hi.py").write_text(

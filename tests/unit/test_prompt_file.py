@@ -267,6 +267,7 @@ def test_every_statement_against_the_fake_server(project: Path) -> None:
     assert "'gpt-4o' is not used" in r.stderr
 
 
+@pytest.mark.slow
 def test_offline_model_runs_the_tool_a_user_line_names(project: Path) -> None:
     root = setup_project(project)
     r = kep(root, "--prompt", "offline_tool", "--model", "offline", "--set", "word=loud", "-y")

@@ -128,6 +128,7 @@ def _kep_run(root: Any, url: str, *argv: str) -> Any:
                           stdin=subprocess.DEVNULL, env=kep_env())
 
 
+@pytest.mark.slow
 def test_kep_run_keeps_reasoning_off_stdout_and_in_its_own_json_events(tmp_path: Any) -> None:
     with FakeLLMServer([recorded.mistral_list_content()] * 2) as server:
         text = _kep_run(tmp_path, server.base_url)

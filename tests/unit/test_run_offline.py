@@ -6,6 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import KEP, kep_env, write_tool
 
 SCHEMA = ('[{"name":"shout","description":"Upper-case a file","parameters":{"type":"object",'
@@ -31,6 +32,7 @@ def test_offline_readfile_prints_first_line(project: Path) -> None:
     assert "readfile" in out.stderr  # the tool activity goes to stderr
 
 
+@pytest.mark.slow
 def test_ask_is_denied_without_tty_unless_yes(project: Path) -> None:
     write_tool(project / "prompts/functions/shout", SHOUT)
     (project / "notes.txt").write_text("hello")
@@ -56,6 +58,7 @@ def test_json_events_and_prompt_from_stdin(project: Path) -> None:
     assert finished["status"] == "ok" and finished["exit_code"] == 0
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_2(project: Path) -> None:
     out = run(project, "--model", "nope/x", "hi")
     assert out.returncode == 2 and "unknown provider 'nope'" in out.stderr
@@ -72,6 +75,7 @@ def test_failing_tool_exits_1_and_the_model_still_answers(project: Path) -> None
     assert "**readfile** failed" in out.stdout
 
 
+@pytest.mark.slow
 def test_offline_makes_several_calls_in_one_reply(project: Path) -> None:
     (project / "a.txt").write_text("alpha line\n")
     (project / "b.txt").write_text("beta line\n")

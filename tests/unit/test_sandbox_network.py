@@ -93,6 +93,41 @@ async def test_ask_asks_and_the_answer_decides(project: Path, web: int, asked: Q
     assert fin.result == "hello from the host"
 
 
+async def test_the_proxys_socket_folder_is_removed_when_the_network_stops(
+        project: Path, web: int, asked: Questions) -> None:
+    """Each proxy makes a private folder in $TMPDIR for its socket: stopping the network
+    (a new event loop, or kep's exit) removes it, not one folder left behind per run."""
+    asked.answer["yes"] = True
+    fin = await run(runner(project), tool(project, "get", fetch(web)))
+    assert fin.result == "hello from the host"
+    proxy = spawn._state.proxy
+    assert proxy is not None and os.path.exists(proxy.path)
+    spawn.stop_network()
+    assert not os.path.exists(proxy.dir)
+
+
+async def test_calls_starting_together_start_one_network(
+        project: Path, asked: Questions, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several calls needing the network at once share one proxy and holder (each extra one
+    was a process and a $TMPDIR folder nothing stopped)."""
+    from tuiapp.security.sandbox import proxy
+
+    made: list[proxy.Proxy] = []
+    real_init = proxy.Proxy.__init__
+
+    def counted(self: proxy.Proxy) -> None:
+        real_init(self)
+        made.append(self)
+
+    monkeypatch.setattr(proxy.Proxy, "__init__", counted)
+    spawn.stop_network()
+    spawn.use_config(runner(project).config)
+    await asyncio.gather(*(spawn._ensure_network() for _ in range(4)))
+    assert len(made) == 1 and spawn._state.proxy is made[0]
+    spawn.stop_network()
+    assert not os.path.exists(made[0].dir)
+
+
 async def test_off_never_asks(project: Path, web: int, asked: Questions) -> None:
     fin = await run(runner(project, network="off"), tool(project, "get", fetch(web)))
     assert "hello" not in fin.result and asked == []

@@ -94,6 +94,7 @@ def mutate(rng: random.Random, schema: Any) -> Any:
     return schema
 
 
+@pytest.mark.slow
 def test_quick_path_never_accepts_what_jsonschema_rejects() -> None:
     rng = random.Random(16)
     accepted = rejected_by_both = 0

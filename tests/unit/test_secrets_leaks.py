@@ -130,6 +130,7 @@ def write(path: Path, text: str, mode: int = 0o644) -> None:
     path.chmod(mode)
 
 
+@pytest.mark.slow
 async def test_no_tool_format_gets_a_key_and_output_is_redacted(keyed: Path) -> None:
     root = keyed
     # Three Python scripts with one shebang: their discovery goes through a fork server.
@@ -163,6 +164,7 @@ async def test_no_tool_format_gets_a_key_and_output_is_redacted(keyed: Path) -> 
                 assert secret not in text, name
 
 
+@pytest.mark.slow
 async def test_mcp_servers_get_no_key_unless_their_env_passes_one(
     keyed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -189,6 +191,7 @@ async def test_mcp_servers_get_no_key_unless_their_env_passes_one(
         "GITHUB_PERSONAL_ACCESS_TOKEN": "[redacted GITHUB_PERSONAL_ACCESS_TOKEN]"}
 
 
+@pytest.mark.slow
 def test_readfile_env_and_grep_key_put_no_key_in_the_request_the_store_or_the_spool(
     project: Path,
 ) -> None:

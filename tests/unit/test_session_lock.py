@@ -136,6 +136,7 @@ def _session_ids(proj: Path) -> list[str]:
         store.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [["run", "--continue", "x"], ["--continue"]])
 def test_a_second_kep_on_a_live_session_is_refused_and_writes_nothing(
         proj: Path, argv: list[str]) -> None:
@@ -161,6 +162,7 @@ def test_a_second_kep_on_a_live_session_is_refused_and_writes_nothing(
     assert [c.status for c in calls] == ["ok"]
 
 
+@pytest.mark.slow
 def test_fork_continues_a_live_session_in_a_copy(proj: Path) -> None:
     first = _live_first(proj)
     try:
@@ -189,6 +191,7 @@ def test_fork_needs_continue_or_session(proj: Path) -> None:
     assert res.returncode == 2 and "--fork goes with --continue or --session" in res.stderr
 
 
+@pytest.mark.slow
 def test_a_session_whose_kep_was_killed_is_continued_cleanly(proj: Path) -> None:
     first = _live_first(proj)
     first.send_signal(signal.SIGKILL)
@@ -197,6 +200,7 @@ def test_a_session_whose_kep_was_killed_is_continued_cleanly(proj: Path) -> None
     assert res.returncode == 0, res.stderr
 
 
+@pytest.mark.slow
 def test_a_lock_file_naming_a_live_unrelated_pid_is_taken_over(proj: Path) -> None:
     """A lock file left by a dead kep whose pid now belongs to another process (pid 1 here):
     only the flock counts, so the session is continued, and the file names the new writer."""
@@ -210,6 +214,7 @@ def test_a_lock_file_naming_a_live_unrelated_pid_is_taken_over(proj: Path) -> No
                                                                                 "second"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["fifo", "directory", "symlink"])
 def test_a_lock_file_that_is_not_a_file_is_one_line(proj: Path, kind: str) -> None:
     assert kep("run", "first", cwd=proj).returncode == 0
@@ -223,6 +228,7 @@ def test_a_lock_file_that_is_not_a_file_is_one_line(proj: Path, kind: str) -> No
     assert res.stderr.count("\n") == 1 and "cannot lock the session" in res.stderr
 
 
+@pytest.mark.slow
 def test_a_session_open_in_a_live_kep_is_not_deleted_or_pruned(proj: Path) -> None:
     """Deleting a session under its live writer would leave that kep writing into nothing:
     `sessions delete` refuses it (exit 1, naming the pid) and `prune` skips it."""

@@ -50,6 +50,7 @@ def _db_size() -> int:
     return sum(p.stat().st_size for p in db.parent.glob("sessions.db*"))
 
 
+@pytest.mark.slow
 def test_a_reply_the_store_cannot_keep_is_reported_not_claimed_saved(project: Path) -> None:
     with FakeLLMServer([{"text": "warm"}, {"lorem": 60_000, "words_per_delta": 500}]) as server:
         root = _project(project, server.base_url)
@@ -60,6 +61,7 @@ def test_a_reply_the_store_cannot_keep_is_reported_not_claimed_saved(project: Pa
     one_line(res, "shown but not saved")
 
 
+@pytest.mark.slow
 def test_a_full_disk_at_start_is_one_line(project: Path) -> None:
     with FakeLLMServer([{"text": "warm"}, {"text": "never"}], then={"text": "x"}) as server:
         root = _project(project, server.base_url)
@@ -75,6 +77,7 @@ def test_a_full_disk_at_start_is_one_line(project: Path) -> None:
     one_line(res, "session database", "disk")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [("--continue", "more"), ("hi",)])
 def test_a_read_only_store_is_one_line(project: Path, argv: tuple[str, ...]) -> None:
     with FakeLLMServer([{"text": "warm"}], then={"text": "x"}) as server:

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import KEP, kep_env
 
 from tuiapp.project import config as project_config
@@ -45,6 +46,7 @@ def test_config_system_prompt_replaces_the_base(tmp_path: Path) -> None:
     assert ws.system_prompt() == "Talk like a pirate."
 
 
+@pytest.mark.slow
 def test_show_system_with_a_prompt_packs_and_aitools(tmp_path: Path) -> None:
     root = tmp_path / "proj"
     shutil.copytree(FIXTURES / "extensions" / "extensions" / "notes", root / "extensions" / "notes")

@@ -33,6 +33,7 @@ async def list_run_check(root: Path, name: str, tmp: Path) -> tuple[list[str], s
     return sorted(reg.tools), out.finished.result.strip(), findings
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fmt", "lang"), PAIRS)
 def test_template_lists_runs_and_passes_the_check(project: Path, tmp_path: Path, fmt: str,
                                                   lang: str) -> None:

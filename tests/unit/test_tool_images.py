@@ -204,6 +204,7 @@ async def sent_result(api: str, manager: McpManager, monkeypatch: pytest.MonkeyP
     return item, events
 
 
+@pytest.mark.slow
 async def test_anthropic_gets_a_tool_result_with_an_image_block(
         mcp: McpManager, monkeypatch: pytest.MonkeyPatch) -> None:
     item, events = await sent_result("anthropic", mcp, monkeypatch)
@@ -217,6 +218,7 @@ async def test_anthropic_gets_a_tool_result_with_an_image_block(
     assert PNG_B64 not in json.dumps(added[0].to_json())
 
 
+@pytest.mark.slow
 async def test_responses_gets_input_text_then_input_image(
         mcp: McpManager, monkeypatch: pytest.MonkeyPatch) -> None:
     item, _ = await sent_result("responses", mcp, monkeypatch)
@@ -227,6 +229,7 @@ async def test_responses_gets_input_text_then_input_image(
                      "image_url": f"data:image/png;base64,{PNG_B64}"}
 
 
+@pytest.mark.slow
 async def test_chat_gets_the_placeholder_saying_why(
         mcp: McpManager, monkeypatch: pytest.MonkeyPatch) -> None:
     item, _ = await sent_result("chat", mcp, monkeypatch)
@@ -236,6 +239,7 @@ async def test_chat_gets_the_placeholder_saying_why(
     assert '"path": "pic.png"' in item["content"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["lying", "huge", "many", "bad_base64"])
 async def test_hostile_images_never_put_base64_in_any_request(
         kind: str, mcp: McpManager, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -246,6 +250,7 @@ async def test_hostile_images_never_put_base64_in_any_request(
                     "many": ["image/png"] * MAX_IMAGES, "bad_base64": []}[kind]
 
 
+@pytest.mark.slow
 async def test_an_image_holding_a_secret_is_not_sent(
         mcp: McpManager, monkeypatch: pytest.MonkeyPatch) -> None:
     # (the server is handed FAKE_SECRET_VALUE on purpose: a secret-named value kep redacts)
@@ -255,6 +260,7 @@ async def test_an_image_holding_a_secret_is_not_sent(
     assert "not sent: it contains a secret value" in item["output"]
 
 
+@pytest.mark.slow
 async def test_offline_model_says_it_received_an_image(mcp: McpManager) -> None:
     events = await converse(mcp, OfflineProvider(ProviderConfig("offline", "offline"),
                                                  "offline"))
@@ -308,6 +314,7 @@ async def test_images_survive_a_resume_stored_once_and_exports_show_placeholders
         assert not LONG_BASE64.search(out), argv
 
 
+@pytest.mark.slow
 async def test_kep_mcp_serve_passes_a_served_servers_image_on_as_an_image(
         project: Path) -> None:
     from conftest import KEP, kep_env

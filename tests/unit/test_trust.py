@@ -103,6 +103,7 @@ def test_an_empty_folder_needs_no_trust(tmp_path: Path, fresh_state: Path) -> No
 # ---- trusting ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_after_kep_trust_the_checkout_is_loaded(checkout: Path) -> None:
     res = kep("trust", str(checkout))
     assert res.returncode == 0, res.stderr
@@ -122,6 +123,7 @@ def test_after_kep_trust_the_checkout_is_loaded(checkout: Path) -> None:
     assert kep("call", "sneaky", "{}", "--project", str(checkout)).returncode == 0
 
 
+@pytest.mark.slow
 def test_dash_dash_trust_lasts_one_run(checkout: Path) -> None:
     once = kep("functions", "--trust", "--project", str(checkout))
     assert "sneaky" in once.stdout and hostile.LISTED in hostile.markers(checkout)
@@ -154,6 +156,7 @@ def test_symlinks_are_judged_by_where_they_lead(tmp_path: Path, fresh_state: Pat
     assert trust.check(tmp_path / "link-in").trusted  # the same folder by another name
 
 
+@pytest.mark.slow
 def test_hostile_folder_names_and_state_files(tmp_path: Path, fresh_state: Path) -> None:
     odd = tmp_path / "tab\there\nnewline \x1b[31mred"
     odd.mkdir()
@@ -195,6 +198,7 @@ def test_forget(tmp_path: Path, fresh_state: Path) -> None:
     assert kep("trust", "--forget", str(tmp_path)).returncode == 1
 
 
+@pytest.mark.slow
 def test_500_trusted_folders(tmp_path: Path, fresh_state: Path) -> None:
     for i in range(500):
         (tmp_path / f"p{i}").mkdir()
@@ -206,6 +210,7 @@ def test_500_trusted_folders(tmp_path: Path, fresh_state: Path) -> None:
 # ---- a trusted project that gains self-acting entries ---------------------------------------
 
 
+@pytest.mark.slow
 def test_gained_allow_rules_and_servers_are_held_back_until_trusted_again(checkout: Path
                                                                           ) -> None:
     trust.trust(checkout)
@@ -287,6 +292,7 @@ def test_config_path_says_an_untrusted_kep_toml_is_not_applied(checkout: Path) -
     assert "not applied" not in res.stdout
 
 
+@pytest.mark.slow
 def test_a_2mb_rule_and_a_broken_kep_toml(checkout: Path) -> None:
     (checkout / "kep.toml").write_text(
         f'[[approval.rules]]\ntool = "{"x" * 2_000_000}"\naction = "allow"\n')

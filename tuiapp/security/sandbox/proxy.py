@@ -179,9 +179,13 @@ class Proxy:
     async def close(self) -> None:
         if self.server is not None:
             self.server.close()
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
-            os.rmdir(self.dir)
+        self.remove_socket()
+
+    def remove_socket(self) -> None:
+        """The socket and its private folder in $TMPDIR (each proxy makes one)."""
+        for remove, path in ((os.unlink, self.path), (os.rmdir, self.dir)):
+            with contextlib.suppress(OSError):
+                remove(path)
 
 
 def _token(headers: list[str]) -> str | None:

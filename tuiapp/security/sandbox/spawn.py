@@ -9,6 +9,7 @@ module starts a process.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import dataclasses
 import os
@@ -49,6 +50,7 @@ class _State:
     holder_pid: int = 0
     port: int = 0
     net_failed: str | None = None  # why the shared network could not be set up
+    net_lock: tuple[Any, asyncio.Lock] | None = None  # (its loop, the lock)
 
 
 _state = _State(SandboxConfig())
@@ -160,9 +162,18 @@ async def _ensure_probed() -> None:
 
 async def _ensure_network() -> None:
     """Start kep's proxy and the shared namespace holding the bridge, once, when needed."""
+    loop = asyncio.get_running_loop()
+    # Calls starting together wait for one start: else each started a holder, and all but
+    # the last were never stopped (a process and a folder in $TMPDIR each).
+    if _state.net_lock is None or _state.net_lock[0] is not loop:
+        _state.net_lock = (loop, asyncio.Lock())
+    async with _state.net_lock[1]:
+        await _start_network(loop)
+
+
+async def _start_network(loop: asyncio.AbstractEventLoop) -> None:
     if _state.mechanism is None:  # the one-time probe runs a process: not on the loop
         await asyncio.to_thread(mechanism)
-    loop = asyncio.get_running_loop()
     if _state.proxy is not None and (_state.proxy_loop is not loop or not _holder_alive()):
         stop_network()  # a new event loop (a test, `kep sandbox`): the old server is gone
     if (_state.proxy is not None or _state.net_failed or not _state.settings.enabled
@@ -190,6 +201,9 @@ async def _ensure_network() -> None:
             raise OSError("the network namespace did not come up")
         _state.holder, _state.holder_pid, _state.port = holder, info, port
         _state.proxy, _state.proxy_loop = proxy, loop
+        # The socket's folder lives in $TMPDIR: gone when kep ends, not one left per run.
+        atexit.unregister(stop_network)  # once, however many loops started one
+        atexit.register(stop_network)
     except OSError as e:
         _state.net_failed = f"no network through kep: {e}"
         notice(f"sandbox: {_state.net_failed}; tools get no network")
@@ -209,8 +223,10 @@ def stop_network() -> None:
             _state.holder.kill()
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             _state.holder.wait(2)
-    if _state.proxy is not None and _state.proxy.server is not None:
-        _state.proxy.server.close()
+    if _state.proxy is not None:
+        if _state.proxy.server is not None:
+            _state.proxy.server.close()
+        _state.proxy.remove_socket()
     _state.holder, _state.proxy, _state.proxy_loop = None, None, None
 
 
