@@ -142,6 +142,18 @@ def printable_line(text: str) -> str:
     return printable(text, marks=True).replace("\n", " ").replace("\t", " ")
 
 
+DIFF_LINE_LIMIT = 1_000  # characters of one diff line shown (a 2 MB line is cut, and said)
+
+
+def diff_line(text: str, limit: int = DIFF_LINE_LIMIT) -> str:
+    """One line of a diff as shown: cut to `limit` characters (the rest counted), tabs as
+    four spaces so indentation survives, every control shown (printable)."""
+    cut = ""
+    if len(text) > limit:
+        cut, text = f" … ({len(text) - limit:,} more characters)", text[:limit]
+    return printable(text, marks=True).replace("\n", " ").replace("\t", "    ") + cut
+
+
 class StreamPrintable:
     """printable() for text that arrives in pieces: a CR at the end of one piece is held
     back until the next shows whether a newline follows it (CR LF is a newline)."""

@@ -37,6 +37,10 @@ READ_ONLY_BUILTINS: dict[str, frozenset[str]] = {
     "files": frozenset({"readfile", "listdir", "grep"}),
 }
 BUILTIN_DEFAULT = "kep's read-only built-ins"
+# kep's built-in functions that write a file: their calls show a diff, and are checkpointed.
+FILE_WRITERS: dict[str, frozenset[str]] = {
+    "files": frozenset({"writefile", "editfile", "write_base64_file"}),
+}
 # kep's built-in functions that run a command line, and the argument that holds it.
 SHELL_BUILTINS: dict[str, dict[str, str]] = {"shell": {"execcmd": "cmd"}}
 
@@ -231,6 +235,11 @@ def is_read_only_builtin(spec: ToolSpec) -> bool:
     """Whether `spec` is one of kep's own read-only built-ins: declared by kep's bundled
     file, and run from that file. The name alone proves nothing."""
     return _is_builtin(spec, READ_ONLY_BUILTINS)
+
+
+def is_file_writer(spec: ToolSpec) -> bool:
+    """Whether `spec` is one of kep's own file-writing built-ins (by its bundled file)."""
+    return _is_builtin(spec, FILE_WRITERS)
 
 
 def _is_builtin(spec: ToolSpec, table: Mapping[str, Collection[str]]) -> bool:
