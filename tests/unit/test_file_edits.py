@@ -76,7 +76,7 @@ def test_missing_or_ambiguous_search_fails_clearly_and_writes_nothing(project: P
 
 def test_five_hundred_edits_in_one_call(project: Path) -> None:
     (project / "n.txt").write_text("".join(f"line {i}\n" for i in range(500)))
-    code, out, err = edit(project, "n.txt", *[(f"line {i}\n", f"LINE {i}\n") for i in range(500)])
+    code, _, err = edit(project, "n.txt", *[(f"line {i}\n", f"LINE {i}\n") for i in range(500)])
     assert code == 0, err
     assert (project / "n.txt").read_text() == "".join(f"LINE {i}\n" for i in range(500))
 
