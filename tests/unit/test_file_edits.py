@@ -209,3 +209,20 @@ def test_every_file_writer_gets_a_path_scope_first(name: str) -> None:
     labels = [s.label for s in grants.scopes(c, spec(name))]
     assert labels[0] == f"{name} on the file docs/x.md"
     assert labels[1] == f"{name} on files under docs/"
+
+
+def test_kep_call_shows_the_same_diff_before_it_writes(project: Path) -> None:
+    from tests.unit.test_cli_functions_call import kep
+
+    (project / "kep.toml").write_text("")
+    (project / "a.txt").write_text("one\ntwo\n")
+    args = json.dumps({"filename": "a.txt", "edits": [
+        {"search": "two", "replace": "2 \x1b]52;c;eA==\x07"}]})
+    res = kep("call", "editfile", args, "--project", str(project))
+    assert res.returncode == 0, res.stderr
+    assert "a.txt  +1 −1" in res.stderr and "-two" in res.stderr and "+2 ␛]52" in res.stderr
+    assert "\x1b" not in res.stderr  # not a terminal: no colour, and nothing raw
+    assert (project / "a.txt").read_text() == "one\n2 \x1b]52;c;eA==\x07\n"
+    res = kep("call", "editfile", json.dumps({"filename": "a.txt", "edits": [
+        {"search": "zzz", "replace": ""}]}), "--project", str(project))
+    assert res.returncode == 1 and "not found" in res.stderr
