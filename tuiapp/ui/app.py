@@ -78,7 +78,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         Binding("ctrl+b", "toggle_thinking", "thinking", show=False),
         Binding("ctrl+s", "switch_mode", "approval mode", show=False),
         Binding("alt+r", "show_rules", "approval rules", show=False),
-        Binding("f1", "help", "help", show=False),
+        Binding("f1", "help", "help", show=False), Binding("ctrl+up", "rewind", "rewind", False),
     ]
 
     def __init__(self, ws: Workspace, *, model: str, store: Store | None, session_id: str | None,
