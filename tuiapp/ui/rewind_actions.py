@@ -24,7 +24,7 @@ class RewindActions(App[int]):
 
     if TYPE_CHECKING:
         def _refuse_while_busy(self, what: str) -> bool: ...
-        async def resume(self, session_id: str) -> None: ...
+        def resume(self, session_id: str) -> object: ...
 
     def _runner(self):  # type: ignore[no-untyped-def]
         return self.chat.runner or self.chat.ws.runner(self.chat.session_id or "undo")
@@ -73,7 +73,9 @@ class RewindActions(App[int]):
                         severity="warning" if done.failed else "information")
         if choice in ("conversation", "both"):
             new = session_admin.fork(self.store, sid, at)
-            await self.resume(new)
+            resumed = self.resume(new)  # (a worker)
+            if hasattr(resumed, "wait"):
+                await resumed.wait()
             self.query_one(PromptInput).insert(text)  # to send again, or change first
             self.notify(say("Rewound: new session {} (the original {} is kept).", new, sid),
                         timeout=8)

@@ -53,7 +53,8 @@ class RewindScreen(ModalScreen[tuple[int, str] | None]):
                 f"wrote are restored: {NOT_RESTORED}."), classes="rewind-note")
             with Horizontal():
                 for name, label in CHOICES:
-                    yield Button(label, name=name, compact=True, disabled=name != "cancel")
+                    yield Button(label, name=name, id=f"rewind-{name}", compact=True,
+                                 disabled=name != "cancel")
 
     @staticmethod
     def _line(i: int, text: str) -> Content:
@@ -71,7 +72,7 @@ class RewindScreen(ModalScreen[tuple[int, str] | None]):
         self.picked = event.option_index
         for button in self.query(Button):
             button.disabled = False
-        self.query_one("Button[name=conversation]", Button).focus()
+        self.query_one("#rewind-conversation", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         name = event.button.name or "cancel"
