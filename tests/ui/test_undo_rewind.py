@@ -38,8 +38,9 @@ def proj(tmp_path: Path) -> Path:
 def provider() -> ScriptedProvider:
     w1 = ToolCall("w1", "writefile", {"filename": "a.txt", "content": "first\n"})
     w2 = ToolCall("w2", "writefile", {"filename": "new.txt", "content": "\x1b[2Jnew\n"})
-    return ScriptedProvider([[w1, StreamEnd("tool_use")], [TextDelta("one"), StreamEnd("end_turn")],
-                             [w2, StreamEnd("tool_use")], [TextDelta("two"), StreamEnd("end_turn")]])
+    end = StreamEnd("end_turn")
+    return ScriptedProvider([[w1, StreamEnd("tool_use")], [TextDelta("one"), end],
+                             [w2, StreamEnd("tool_use")], [TextDelta("two"), end]])
 
 
 @pytest.mark.parametrize("size", [(80, 24), SIZE])
