@@ -164,19 +164,15 @@ async def _call_in(ws: Any, name: str, words: list[str], *, as_json: bool) -> in
 def _show_diff(spec: Any, arguments: dict[str, Any], root: Any) -> None:
     """kep's file writers: the diff the approval panel shows, on stderr (stdout stays the
     tool's), each line through the display edge; coloured on a terminal."""
-    from tuiapp.security.display import diff_line
+    from tuiapp.security.display import diff_line, terminal_diff_line
     from tuiapp.tools.file_preview import describe, preview
 
     p = preview(spec, arguments, root)
     if p is None:
         return
-    colour = sys.stderr.isatty()
+    show = terminal_diff_line if sys.stderr.isatty() else diff_line
     for line in describe(p).split("\n"):
-        text = diff_line(line)
-        code = {"+": "32", "-": "31", "@": "36"}.get(line[:1]) if colour else None
-        if code and not line.startswith(("+++ ", "--- ")):
-            text = f"\x1b[{code}m{text}\x1b[0m"
-        print(text, file=sys.stderr)
+        print(show(line), file=sys.stderr)
 
 
 def _result_not_streamed(result: str, stdout: str) -> bool:

@@ -154,6 +154,17 @@ def diff_line(text: str, limit: int = DIFF_LINE_LIMIT) -> str:
     return printable(text, marks=True).replace("\n", " ").replace("\t", "    ") + cut
 
 
+_DIFF_COLOURS = {"+": "32", "-": "31", "@": "36"}  # green, red, cyan (SGR)
+
+
+def terminal_diff_line(line: str) -> str:
+    """diff_line() for a terminal: added lines green, removed red, hunks cyan (kep's own SGR
+    codes around text already made printable)."""
+    text = diff_line(line)
+    code = None if line.startswith(("+++ ", "--- ")) else _DIFF_COLOURS.get(line[:1])
+    return f"\x1b[{code}m{text}\x1b[0m" if code else text
+
+
 class StreamPrintable:
     """printable() for text that arrives in pieces: a CR at the end of one piece is held
     back until the next shows whether a newline follows it (CR LF is a newline)."""

@@ -17,6 +17,7 @@ from textual.widgets.option_list import Option
 
 from tuiapp.conversation.checkpoints import NOT_RESTORED
 from tuiapp.security.display import printable_line
+from tuiapp.ui.literal import literal
 
 CHOICES = (("conversation", "Rewind the conversation"), ("files", "Restore the files"),
            ("both", "Both"), ("cancel", "Cancel"))
@@ -53,7 +54,7 @@ class RewindScreen(ModalScreen[tuple[int, str] | None]):
                 f"wrote are restored: {NOT_RESTORED}."), classes="rewind-note")
             with Horizontal():
                 for name, label in CHOICES:
-                    yield Button(label, name=name, id=f"rewind-{name}", compact=True,
+                    yield Button(literal(label), name=name, id=f"rewind-{name}", compact=True,
                                  disabled=name != "cancel")
 
     @staticmethod
