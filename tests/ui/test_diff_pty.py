@@ -11,7 +11,6 @@ from test_tui_pty import Terminal, kep_argv
 from tui_helpers import make_project
 
 
-
 @pytest.mark.slow
 def test_a_write_shows_its_diff_and_undo_restores_it(tmp_path: Path) -> None:
     proj = make_project(tmp_path / "proj")
