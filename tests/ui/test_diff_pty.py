@@ -10,6 +10,9 @@ import pytest
 from test_tui_pty import Terminal, kep_argv
 from tui_helpers import make_project
 
+# A real kep in a terminal: these share one parallel worker (conftest.py), never two at once.
+pytestmark = pytest.mark.xdist_group("pty")
+
 
 @pytest.mark.slow
 def test_a_write_shows_its_diff_and_undo_restores_it(tmp_path: Path) -> None:
