@@ -210,9 +210,22 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
 
     p = sub.add_parser("mcp", help="MCP server")
     msub = p.add_subparsers(dest="mcp_command", metavar="ACTION", required=True)
-    s = msub.add_parser("serve", help="serve this project's tools over MCP (stdio)")
+    s = msub.add_parser("serve", help="serve this project's tools and prompts over MCP "
+                                      "(stdio, or HTTP with --http)")
     _common(s)
     s.add_argument("--allow-ask", action="store_true", help="also serve tools whose rule says ask")
+    s.add_argument("--http", metavar="HOST:PORT",
+                   help="serve Streamable HTTP on HOST:PORT behind a bearer token")
+    s.add_argument("--allow-remote", action="store_true",
+                   help="with --http: allow a non-loopback address")
+    s.add_argument("--resources", action="store_true",
+                   help="also serve the project's files as resources (read-only)")
+    s = msub.add_parser("login", help="log in to an HTTP MCP server with OAuth (prints the URL)")
+    _common(s)
+    s.add_argument("name", metavar="NAME", help="the server's name in mcp.json or kep.toml")
+    s = msub.add_parser("logout", help="forget the OAuth tokens kep keeps for a server")
+    _common(s)
+    s.add_argument("name", metavar="NAME", help="the server's name in mcp.json or kep.toml")
 
     p = sub.add_parser("sessions",
                        help="list, show, export, fork, rename, delete or prune sessions")

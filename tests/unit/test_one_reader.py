@@ -24,6 +24,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tuiapp/commands/functions_watch.py", "__call__"): "opens /dev/null for writing",
     ("tuiapp/commands/mcp.py", "_protocol_fds"): "opens /dev/null",
     ("tuiapp/security/logfile.py", "__init__"): "kep's own log, opened for writing",
+    ("tuiapp/mcp/oauth_store.py", "_write"): "kep's own OAuth token file, written (0600, "
+                                             "O_NOFOLLOW, data folder)",
     ("tuiapp/mcp/known_tools.py", "known"): "kep's own cache (tool names it saved)",
     ("tuiapp/mcp/known_tools.py", "remember"): "kep's own cache (tool names it saved)",
     ("tuiapp/mcp/startup.py", "kill_wrapper_group"): "kep's own MCP log and /proc/PID/cmdline",

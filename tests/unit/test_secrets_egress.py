@@ -257,6 +257,8 @@ WRITE_SITES = {
     "tools/formats/_child_python.py": "runs in the tool's child: the tool's own output file",
     "tools/forkserver_boot.py": "/dev/null over the server's stdio",
     "mcp/known_tools.py": "tool names of a server",
+    "mcp/oauth_store.py": "the user's OAuth tokens themselves, 0600 in kep's data folder "
+                          "(hidden from every tool); each is registered as a secret",
     "mcp/stdio_transport.py": "the server's stderr into its LogFile (errlog.write_bytes)",
     "commands/functions_watch.py": "/dev/null over stdout",
     "commands/mcp.py": "/dev/null, and the wire to the client: through FilteredWire",

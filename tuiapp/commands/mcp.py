@@ -1,4 +1,5 @@
-"""`kep mcp serve`: this project's tools over MCP on stdio, hot-reloaded."""
+"""`kep mcp serve`: this project's tools (and prompts, and with --resources its files) over MCP
+on stdio, or on Streamable HTTP behind a bearer token with --http; hot-reloaded."""
 
 from __future__ import annotations
 
@@ -7,11 +8,16 @@ import asyncio
 import contextlib
 import io
 import os
+import socket
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from tuiapp.commands._common import load_config, require_trust
 from tuiapp.settings.config_types import Config, ConfigError
+
+if TYPE_CHECKING:
+    from tuiapp.mcp.server import KepMcpServer
 
 # Set in the environment of everything `kep mcp serve` starts, so a project whose mcp.json
 # names `kep mcp serve` for itself does not start itself again, and again.
@@ -20,12 +26,42 @@ SERVING_ENV = "KEP_MCP_SERVING"
 
 def main(args: argparse.Namespace) -> int:
     if args.mcp_command == "serve":
+        if getattr(args, "http", None):
+            return _main_http(args)
         config = load_config(args)
         require_trust(config)  # serving it would run its code for whoever connects
         with _protocol_fds() as (wire_in, wire_out):
-            return asyncio.run(serve(config, wire_in, wire_out, allow_ask=args.allow_ask))
+            return asyncio.run(serve(config, wire_in, wire_out, allow_ask=args.allow_ask,
+                                     resources=args.resources))
+    if args.mcp_command in ("login", "logout"):
+        from tuiapp.commands.mcp_login import main as login_main
+
+        return login_main(args)
     print(f"kep: unknown mcp action {args.mcp_command!r}", file=sys.stderr)
     return 2
+
+
+def _main_http(args: argparse.Namespace) -> int:
+    from tuiapp.mcp.http_serve import TOKEN_ENV, AddressError, bind, parse_address, token_from
+    from tuiapp.security import secrets
+
+    try:
+        host, port = parse_address(args.http, allow_remote=args.allow_remote)
+        token, generated = token_from(os.environ)
+    except AddressError as e:
+        print(f"kep: {e}", file=sys.stderr)
+        return 2
+    os.environ.pop(TOKEN_ENV, None)  # no tool kep runs inherits it
+    secrets.note_passed({TOKEN_ENV: token})  # and none that found it could send it back
+    config = load_config(args)
+    require_trust(config)
+    try:
+        sock = bind(host, port)
+    except OSError as e:
+        print(f"kep: cannot listen on {args.http}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    return asyncio.run(serve(config, -1, -1, allow_ask=args.allow_ask,
+                             resources=args.resources, http=(sock, token, generated)))
 
 
 @contextlib.contextmanager
@@ -49,13 +85,17 @@ def _protocol_fds() -> Iterator[tuple[int, int]]:
 FIRST_LIST_WAIT = 30.0  # the longest the first tools/list waits for kep's own MCP servers
 
 
-async def serve(config: Config, wire_in: int, wire_out: int, *, allow_ask: bool = False) -> int:
+async def serve(config: Config, wire_in: int, wire_out: int, *, allow_ask: bool = False,
+                resources: bool = False,
+                http: tuple[socket.socket, str, bool] | None = None) -> int:
     import anyio
     from mcp.server.stdio import stdio_server
 
     from tuiapp.mcp.client import McpFormat, McpManager
+    from tuiapp.mcp.served_resources import ProjectResources
     from tuiapp.mcp.server import FilteredWire, KepMcpServer
     from tuiapp.project.reloader import Reloader
+    from tuiapp.project.served_prompts import ProjectPrompts
     from tuiapp.project.workspace import Workspace
     from tuiapp.settings import paths
     from tuiapp.tools.formats import default_formats
@@ -88,7 +128,9 @@ async def serve(config: Config, wire_in: int, wire_out: int, *, allow_ask: bool 
 
     server = KepMcpServer(lambda: workspace.registry.tools, runner.execute,
                           lambda: workspace.config.approval, allow_ask=allow_ask, env=os.environ,
-                          before_first_list=servers_up, hooks=workspace.hooks())
+                          before_first_list=servers_up, hooks=workspace.hooks(),
+                          prompts=ProjectPrompts(config.project_root),
+                          resources=ProjectResources(config.project_root) if resources else None)
 
     async def on_config(cfg: Config | None, error: ConfigError | None) -> None:
         if error is not None:
@@ -102,13 +144,16 @@ async def serve(config: Config, wire_in: int, wire_out: int, *, allow_ask: bool 
 
     reloader = Reloader(workspace, on_tools=server.tools_changed, on_config=on_config)
     reload_task = asyncio.create_task(reloader.run())
-    stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_in, "rb", closefd=False),
-                                             encoding="utf-8", errors="replace"))
-    stdout = anyio.wrap_file(FilteredWire(io.TextIOWrapper(  # no key reaches the client
-        os.fdopen(wire_out, "wb", closefd=False), encoding="utf-8")))
     try:
-        async with stdio_server(stdin, stdout) as (read, write):
-            await server.server.run(read, write, server.init_options())
+        if http is not None:
+            await _serve_http(server, *http)
+        else:
+            stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_in, "rb", closefd=False),
+                                                     encoding="utf-8", errors="replace"))
+            stdout = anyio.wrap_file(FilteredWire(io.TextIOWrapper(  # no key reaches the client
+                os.fdopen(wire_out, "wb", closefd=False), encoding="utf-8")))
+            async with stdio_server(stdin, stdout) as (read, write):
+                await server.server.run(read, write, server.init_options())
     finally:
         reloader.stop()
         reload_task.cancel()
@@ -116,3 +161,16 @@ async def serve(config: Config, wire_in: int, wire_out: int, *, allow_ask: bool 
         if manager is not None:
             await manager.stop()
     return 0
+
+
+async def _serve_http(server: KepMcpServer, sock: socket.socket, token: str,
+                      generated: bool) -> None:
+    from tuiapp.mcp.http_serve import TOKEN_ENV, serve_http, url_of
+
+    print(f"kep: serving MCP (Streamable HTTP) on {url_of(sock)}", file=sys.stderr)
+    if generated:  # printed once, for the user to give the client; never logged
+        print(f"kep: bearer token: {token}  (set {TOKEN_ENV} to choose one)", file=sys.stderr)
+    else:
+        print(f"kep: bearer token: the value of {TOKEN_ENV}", file=sys.stderr)
+    sys.stderr.flush()
+    await serve_http(server.server, sock, token)

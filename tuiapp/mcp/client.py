@@ -198,7 +198,7 @@ class McpManager:
         text, images = result_parts(result)
         if result.is_error:
             return DirectResult(False, text or "Error: the tool reported an error.", images=images)
-        return DirectResult(True, text, images=images)
+        return DirectResult(True, text, images=images, structured=result.structured_content)
 
     # ---- internals -------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from tuiapp import __version__
-from tuiapp.mcp import inventory, prompt_info, startup
+from tuiapp.mcp import inventory, oauth, prompt_info, startup, tool_meta
 from tuiapp.mcp.servers import expand_headers, tool_name, unset_header_vars
 from tuiapp.mcp.state import ServerState, ServerStatus
 from tuiapp.mcp.stdio_transport import stdio_transport
@@ -210,8 +210,9 @@ class ServerConnection:
                 return sse_client(self.cfg.url, headers=headers or None,
                                   timeout=self.cfg.startup_timeout,
                                   httpx_client_factory=self._http_client)
+            auth = None if headers else oauth.stored_auth(self.cfg.name, self.cfg.url)  # login's
             return streamable_http_client(self.cfg.url,
-                                          http_client=self._http_client(headers or None))
+                                          http_client=self._http_client(headers or None, auth=auth))
         assert self.cfg.command
         # The environment every kep tool gets (no keys), plus the server's own `env`, whose
         # ${VAR} come from kep's environment: the way to pass a key on purpose.
@@ -270,11 +271,7 @@ class ServerConnection:
             if problem:
                 items.append(BrokenTool(where, "mcp", f"{tool.name}: {problem}", name))
                 continue
-            specs[name] = ToolSpec(
-                name=name, description=tool.description or tool.title or tool.name,
-                parameters=dict(tool.input_schema), format="mcp", source=source_key(self.name),
-                run={"server": self.name, "tool": tool.name, "read_only_hint": getattr(
-                    tool.annotations, "read_only_hint", None) is True})  # read-only mode asks
+            specs[name] = tool_meta.spec_of(self.name, name, tool, source_key(self.name))
         self.specs = specs
         self._publish([*specs.values(), *items])
         from tuiapp.mcp import known_tools
@@ -301,7 +298,7 @@ class ServerConnection:
                 why += (f": headers use unset variable(s) {', '.join(unset)}" if unset
                         else ": check the credentials in its headers")
             else:
-                why += ": the server wants credentials (give them with headers)"
+                why += f": {oauth.login_hint(self.name)} (or give credentials with headers)"
             return why
         if status is not None:
             return f"HTTP {status} from {self.cfg.url}"

@@ -16,9 +16,10 @@ serves, and tools run with their output piped, never inherited.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import mcp.types as types
 from mcp.server import Server
@@ -30,8 +31,11 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
 
 from tuiapp import __version__
+from tuiapp.mcp import tool_meta
+from tuiapp.mcp.served_resources import ProjectResources
 from tuiapp.security import policy, secrets
 from tuiapp.security.approval_flow import HookRunner, hook_payload, with_hook
 from tuiapp.settings.config_types import ApprovalConfig
@@ -39,6 +43,15 @@ from tuiapp.tools.schema import arguments_error
 from tuiapp.vocab.events import Event, ToolFinished, ToolOutput
 from tuiapp.vocab.messages import ToolCall
 from tuiapp.vocab.tool_specs import ToolSpec
+
+
+class PromptSource(Protocol):
+    """The prompts kep serves (the project's `.prompt` files; built a layer up)."""
+
+    def list(self) -> list[types.Prompt]: ...
+
+    def get(self, name: str, arguments: dict[str, str]) -> types.GetPromptResult: ...
+
 
 Executor = Callable[[ToolSpec, ToolCall, Callable[[Event], None]], Awaitable[ToolFinished]]
 STDERR_TAIL_LINES = 20
@@ -60,6 +73,8 @@ class KepMcpServer:
         env: Mapping[str, str] | None = None,
         before_first_list: Callable[[], Awaitable[None]] | None = None,
         hooks: HookRunner | None = None,
+        prompts: PromptSource | None = None,
+        resources: ProjectResources | None = None,
     ) -> None:
         self._tools, self._execute, self._approval = tools, execute, approval
         self._hooks = hooks  # before_tool hooks answer after the rules, as in a chat
@@ -70,10 +85,17 @@ class KepMcpServer:
         self._env = env or {}
         self._bus = InMemorySubscriptionBus()  # 2026-era clients hear of changes via listen
         self._legacy: ServerSession | None = None  # handshake-era clients: notifications
+        self._prompts, self._resources = prompts, resources
+        extra: dict[str, Any] = {}
+        if prompts is not None:
+            extra.update(on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt)
+        if resources is not None:  # only with --resources: otherwise the methods don't exist
+            extra.update(on_list_resources=self._list_resources,
+                         on_read_resource=self._read_resource)
         self.server: Server[Any] = Server(
             "kep", version=__version__, instructions=INSTRUCTIONS,
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
-            on_subscriptions_listen=ListenHandler(self._bus),
+            on_subscriptions_listen=ListenHandler(self._bus), **extra,
         )
         self.server.middleware.append(self._remember_session)
 
@@ -116,8 +138,7 @@ class KepMcpServer:
             except Exception:  # a timeout or a failed server: list what there is
                 pass
         return types.ListToolsResult(tools=[
-            types.Tool(name=spec.name, description=spec.description,
-                       input_schema=_object_schema(spec.parameters))
+            tool_meta.served_tool(spec, _object_schema(spec.parameters))
             for spec in self.visible().values()
         ])
 
@@ -153,15 +174,40 @@ class KepMcpServer:
             content: list[types.ContentBlock] = [types.TextContent(type="text", text=fin.result)]
             content += [types.ImageContent(type="image", data=i.data, mime_type=i.media_type)
                         for i in fin.images]
-            return types.CallToolResult(content=content)
+            # structuredContent passes on as the tool gave it (filtered like the text).
+            return types.CallToolResult(content=content, structured_content=fin.structured)
         return _error(_with_stderr_tail(fin.result, "".join(stderr)))
+
+    async def _list_prompts(self, ctx: ServerRequestContext[Any],
+                            params: types.PaginatedRequestParams | None
+                            ) -> types.ListPromptsResult:
+        assert self._prompts is not None
+        return types.ListPromptsResult(prompts=await asyncio.to_thread(self._prompts.list))
+
+    async def _get_prompt(self, ctx: ServerRequestContext[Any],
+                          params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        assert self._prompts is not None
+        return await asyncio.to_thread(self._prompts.get, params.name,
+                                       dict(params.arguments or {}))
+
+    async def _list_resources(self, ctx: ServerRequestContext[Any],
+                              params: types.PaginatedRequestParams | None
+                              ) -> types.ListResourcesResult:
+        assert self._resources is not None
+        return await asyncio.to_thread(self._resources.list, params.cursor if params else None)
+
+    async def _read_resource(self, ctx: ServerRequestContext[Any],
+                             params: types.ReadResourceRequestParams
+                             ) -> types.ReadResourceResult:
+        assert self._resources is not None
+        return await asyncio.to_thread(self._resources.read, str(params.uri))
 
     async def _remember_session(self, ctx: ServerRequestContext[Any],
                                 call_next: Any) -> HandlerResult:
         # A handshake-era connection's session can send notifications at any time later.
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             self._legacy = ctx.session
-        return await call_next(ctx)
+        return _filtered(await call_next(ctx))
 
     # ---- hot reload ------------------------------------------------------------------------
 
@@ -178,6 +224,7 @@ class KepMcpServer:
 
     def init_options(self) -> InitializationOptions:
         # Handshake-era clients learn here that list_changed notifications will come.
+        # (Prompts and resources are read afresh at every list: no list_changed is promised.)
         return self.server.create_initialization_options(NotificationOptions(tools_changed=True))
 
 
@@ -227,7 +274,7 @@ class _ProgressRelay:
             self._wake.clear()
             if not self._pending:
                 continue
-            text = "".join(self._pending)[-self.MAX_MESSAGE:]
+            text = secrets.active().redact("".join(self._pending)[-self.MAX_MESSAGE:])
             self._pending.clear()
             self._count += 1
             try:
@@ -242,6 +289,19 @@ class _ProgressRelay:
             await asyncio.wait_for(self._task, 2)
         except (TimeoutError, asyncio.CancelledError):
             self._task.cancel()
+
+
+def _filtered(result: HandlerResult) -> HandlerResult:
+    """Every answer passes the secrets filter (on stdio FilteredWire does it again, on the
+    bytes; over HTTP this is the filter)."""
+    if result is None:
+        return None
+    found = secrets.active()
+    data = (result.model_dump(by_alias=True, exclude_none=True, mode="json")
+            if isinstance(result, BaseModel) else result)
+    if not found.contains(json.dumps(data, ensure_ascii=False)):
+        return result
+    return secrets.redact_data(data, found)
 
 
 def _object_schema(parameters: Mapping[str, Any]) -> dict[str, Any]:

@@ -37,9 +37,14 @@ READ_ONLY_BUILTINS: dict[str, frozenset[str]] = {
     "files": frozenset({"readfile", "listdir", "grep"}),
 }
 BUILTIN_DEFAULT = "kep's read-only built-ins"
-# kep's built-in functions that write a file: their calls show a diff, and are checkpointed.
-FILE_WRITERS: dict[str, frozenset[str]] = {
+# kep's built-ins that overwrite files (their calls show a diff and are checkpointed), and
+# those that reach beyond this machine (the hints `kep mcp serve` declares; see is_builtin_in).
+WRITING_BUILTINS: dict[str, frozenset[str]] = {
     "files": frozenset({"writefile", "editfile", "write_base64_file"}),
+}
+FILE_WRITERS = WRITING_BUILTINS
+OPEN_WORLD_BUILTINS: dict[str, frozenset[str]] = {
+    "web": frozenset({"wwwget"}), "shell": frozenset({"execcmd"}),
 }
 # kep's built-in functions that run a command line, and the argument that holds it.
 SHELL_BUILTINS: dict[str, dict[str, str]] = {"shell": {"execcmd": "cmd"}}
@@ -240,6 +245,12 @@ def is_read_only_builtin(spec: ToolSpec) -> bool:
 def is_file_writer(spec: ToolSpec) -> bool:
     """Whether `spec` is one of kep's own file-writing built-ins (by its bundled file)."""
     return _is_builtin(spec, FILE_WRITERS)
+
+
+def is_builtin_in(spec: ToolSpec, table: Mapping[str, Collection[str]]) -> bool:
+    """Whether `spec` is one of kep's own built-ins listed in `table` (bundled file → names),
+    by where it is declared and run from, never by its name alone."""
+    return _is_builtin(spec, table)
 
 
 def _is_builtin(spec: ToolSpec, table: Mapping[str, Collection[str]]) -> bool:

@@ -27,6 +27,7 @@ class InFlight:
     proc: Proc | None = None  # a subprocess call, once spawned
     task: asyncio.Future[Any] | None = None  # a direct (in-process) call
     cancelled: bool = False
+    structured: Any = None  # a direct call's structured result (an MCP structuredContent)
     # Group kills started by cancel; the runner awaits them before the call ends.
     killers: list[asyncio.Task[None]] = field(default_factory=list)
 

@@ -61,6 +61,7 @@ class DirectResult:
     text: str
     exit_code: int | None = None
     images: tuple[ToolImage, ...] = ()  # their placeholders are in `text`
+    structured: Any = None  # an MCP structuredContent, passed on by `kep mcp serve`
 
 
 @runtime_checkable
@@ -245,8 +246,10 @@ class Runner:
         footer = f"[kep: {status.replace('_', ' ')}{exit_part}, {duration} ms]"
         sink.spool.close(footer)
         spool = str(spool_path) if sink.spool.f is not None else ""
+        structured = (None if flight.structured is None
+                      else secrets.redact_data(flight.structured, sink.secrets))
         fin = ToolFinished(call.id, spec.name, status, code, duration, text, truncated, spool,
-                           images)
+                           images, structured)
         emit(fin)
         return RunOutcome(
             fin,
@@ -285,6 +288,7 @@ class Runner:
             raise
         except Exception as e:
             return "failed", None, f"Error: {spec.name} failed: {type(e).__name__}: {e}", ()
+        flight.structured = res.structured
         if res.ok:
             return (
                 "ok",

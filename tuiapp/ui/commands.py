@@ -82,16 +82,23 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
 
 class McpCommands(Provider):
     """`MCP: restart NAME` for each configured server, with its state (perhaps the last line
-    of its stderr) as the help line: both foreign, so shown literally."""
+    of its stderr) as the help line: both foreign, so shown literally; `MCP: log in NAME` for
+    a server that needs an OAuth login."""
 
     def _entries(self) -> list[tuple[str, str, partial[None]]]:
         app = cast("KepApp", self.app)
         if app.ws.mcp is None:
             return []
+        from tuiapp.ui.mcp_login import log_in, needs_login
+
+        states = sorted(app.ws.mcp.states().items())
         return [(f"MCP: restart {name}", state.describe(),
                  partial(app.restart_mcp_server, name))
-                for name, state in sorted(app.ws.mcp.states().items())
-                if name in app.ws.config.mcp_servers or state.log_path]  # a real server
+                for name, state in states
+                if name in app.ws.config.mcp_servers or state.log_path] + [  # a real server
+            (f"MCP: log in {name}", "an OAuth login in your browser",
+             partial(app.run_worker, partial(log_in, app, name), exclusive=False))
+            for name, state in states if needs_login(state.reason)]
 
     async def discover(self) -> Hits:
         for title, help_text, action in self._entries():

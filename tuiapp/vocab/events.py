@@ -250,6 +250,7 @@ class ToolFinished(Event):
     truncated: bool = False
     spool_path: str = ""
     images: tuple[ToolImage, ...] = ()  # sent after `result` where the provider takes them
+    structured: Any = None  # an MCP tool's structuredContent (filtered), for kep mcp serve
 
 
 # ---- registry --------------------------------------------------------------------------

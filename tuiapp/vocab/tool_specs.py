@@ -18,6 +18,11 @@ class ToolSpec:
     source: str  # file path, or "mcp:<server>"
     # Format-private data needed to run the tool (executable path, function name, …).
     run: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # What an MCP server said of its tool, passed on when kep serves it: its `title`, its
+    # `annotations` (hints, as the server spelled them) and its `outputSchema`.
+    title: str = field(default="", compare=False)
+    annotations: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    output_schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
