@@ -227,7 +227,8 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     _common(s)
     s.add_argument("name", metavar="NAME", help="the server's name in mcp.json or kep.toml")
 
-    p = sub.add_parser("sessions", help="list, show, export, rename, delete or prune sessions")
+    p = sub.add_parser("sessions",
+                       help="list, show, export, fork, rename, delete or prune sessions")
     _common(p)
     ssub = p.add_subparsers(dest="sessions_command", metavar="ACTION")
     s = ssub.add_parser("list", help="list sessions (default)")
@@ -249,6 +250,10 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     s.add_argument("--older-than", required=True, metavar="AGE", help="e.g. 30d, 12h, 2w")
     s.add_argument("--dry-run", action="store_true", help="list what would go, delete nothing")
     s.add_argument("--all", action="store_true", help="every project, not only this one")
+    s = ssub.add_parser("fork", help="a new session holding a session's first N messages")
+    _common(s)
+    s.add_argument("id", metavar="ID")
+    s.add_argument("--at", type=int, required=True, metavar="N", help="messages to keep")
     s = ssub.add_parser("rename", help="give a session a title")
     _common(s)
     s.add_argument("id", metavar="ID")

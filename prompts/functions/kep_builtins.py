@@ -304,8 +304,9 @@ def is_binary_fd(fd: int) -> bool:
 Function = tuple[Callable[..., str], dict[str, Any]]
 
 
-def serve(functions: dict[str, Function]) -> int:
-    """The protocol's command line for one executable."""
+def serve(functions: dict[str, Function], hidden: dict[str, Function] | None = None) -> int:
+    """The protocol's command line for one executable. `hidden` functions answer by name but
+    are not listed (kep calls them itself; a model never sees them)."""
     args = sys.argv[1:]
     if not args:
         print(
@@ -319,7 +320,7 @@ def serve(functions: dict[str, Function]) -> int:
     if args[0] == "--version":
         print(VERSION)
         return 0
-    entry = functions.get(args[0])
+    entry = functions.get(args[0]) or (hidden or {}).get(args[0])
     if entry is None:
         print(
             f"Error: unknown function {args[0]!r}; this file has: {', '.join(functions)}",

@@ -66,7 +66,7 @@ def test_each_builtin_declares_valid_functions_and_answers_version() -> None:
         )
         assert version.stdout.startswith("kep built-in functions")
     assert names == {
-        "files": ["readfile", "writefile", "write_base64_file", "listdir", "grep"],
+        "files": ["readfile", "writefile", "editfile", "write_base64_file", "listdir", "grep"],
         "shell": ["execcmd"],
         "web": ["wwwget"],
     }

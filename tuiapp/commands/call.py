@@ -129,6 +129,8 @@ async def _call_in(ws: Any, name: str, words: list[str], *, as_json: bool) -> in
         stream.write(shown(stream, event.text))
         stream.flush()
 
+    if not as_json:
+        _show_diff(spec, arguments, ws.root)
     _prune(paths.data_dir() / "spool" / "kep-call")
     outcome = await ws.runner("kep-call").run(spec, call, emit)
     fin = outcome.finished
@@ -157,6 +159,20 @@ async def _call_in(ws: Any, name: str, words: list[str], *, as_json: bool) -> in
     elif fin.status == "failed" and fin.exit_code is None:
         print(f"kep: {printable(fin.result)}", file=sys.stderr)  # it never ran: say why
     return exit_code(fin.status, fin.exit_code)
+
+
+def _show_diff(spec: Any, arguments: dict[str, Any], root: Any) -> None:
+    """kep's file writers: the diff the approval panel shows, on stderr (stdout stays the
+    tool's), each line through the display edge; coloured on a terminal."""
+    from tuiapp.security.display import diff_line, terminal_diff_line
+    from tuiapp.tools.file_preview import describe, preview
+
+    p = preview(spec, arguments, root)
+    if p is None:
+        return
+    show = terminal_diff_line if sys.stderr.isatty() else diff_line
+    for line in describe(p).split("\n"):
+        print(show(line), file=sys.stderr)
 
 
 def _result_not_streamed(result: str, stdout: str) -> bool:

@@ -1,5 +1,5 @@
 """`kep sessions [list [--all]] | show ID | export ID --format md|json [-o FILE] |
-rename ID TITLE | delete ID… | prune --older-than AGE [--dry-run] [--all]`."""
+fork ID --at N | rename ID TITLE | delete ID… | prune --older-than AGE [--dry-run] [--all]`."""
 
 from __future__ import annotations
 
@@ -29,6 +29,14 @@ def main(args: argparse.Namespace) -> int:
             if action in ("delete", "prune"):
                 return _delete(store, args, action)
             sid = store.resolve_id(args.id)
+            if action == "fork":
+                try:
+                    new = session_admin.fork(store, sid, args.at)
+                except ValueError as e:
+                    fail(str(e))
+                print(f"forked session {sid} at message {args.at}: new session {new} "
+                      f"(the original is kept)")
+                return 0
             if action == "rename":
                 title = session_admin.rename(store, sid, " ".join(args.title))
                 print(f"session {sid} is now titled: {title}")

@@ -8,13 +8,13 @@ import shutil
 import time
 from pathlib import Path
 
-from tuiapp.conversation import project_marks
+from tuiapp.conversation import checkpoints, project_marks
 from tuiapp.conversation.session_history import make_title
 from tuiapp.conversation.store import SessionInfo, Store, UnknownSession
 from tuiapp.conversation.store_schema import StoreError
 from tuiapp.settings import paths
 
-_TABLES = ("messages", "drafts", "tool_calls", "usage")
+_TABLES = ("messages", "drafts", "tool_calls", "usage", "file_checkpoints")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 LAST_OPEN = "last-session"
 
@@ -45,6 +45,7 @@ def delete(store: Store, session_ids: list[str]) -> dict[str, str]:
             refused[sid] = str(e)
     session_ids = [sid for sid in session_ids if sid not in refused]
     with store._tx() as db:
+        checkpoints.ensure(db)
         for sid in session_ids:
             for table in _TABLES:
                 db.execute(f"DELETE FROM {table} WHERE session_id=?", (sid,))
@@ -107,3 +108,32 @@ def continue_target(store: Store, project_root: Path) -> str | None:
         if info is not None and Path(info.project_root) == project_root.resolve():
             return sid
     return store.latest_session(project_root)
+
+
+def fork(store: Store, session_id: str, upto: int) -> str:
+    """A new session holding the first `upto` messages of `session_id` (and the tool calls
+    and file checkpoints made within them). The original is kept as it was."""
+    info = store.session_info(session_id)
+    if upto < 0 or upto > info.message_count:
+        raise ValueError(f"--at must be between 0 and {info.message_count} (the messages of "
+                         f"session {session_id})")
+    new = store.create_session(info.project_root, info.model)
+    with store._tx() as db:
+        db.execute("INSERT INTO messages (session_id, seq, data, created) SELECT ?, seq, data, "
+                   "created FROM messages WHERE session_id=? AND seq IN (SELECT seq FROM "
+                   "messages WHERE session_id=? ORDER BY seq LIMIT ?)",
+                   (new, session_id, session_id, upto))
+        last = db.execute("SELECT max(seq) FROM messages WHERE session_id=?",
+                          (new,)).fetchone()[0]
+        db.execute("INSERT INTO tool_calls (session_id, message_seq, call_id, name, arguments,"
+                   " source, status, decision, rule, reason, edited, exit_code, duration_ms,"
+                   " result, truncated, spool_path, created, updated) SELECT ?, message_seq,"
+                   " call_id, name, arguments, source, status, decision, rule, reason, edited,"
+                   " exit_code, duration_ms, result, truncated, '', created, updated FROM"
+                   " tool_calls WHERE session_id=? AND message_seq<=?",
+                   (new, session_id, -1 if last is None else last))
+        checkpoints.copy(db, session_id, new, upto)
+        db.execute("UPDATE sessions SET title=? WHERE id=?",
+                   (f"{info.title or '(no message)'} (fork of {session_id} at {upto})"[:200],
+                    new))
+    return new

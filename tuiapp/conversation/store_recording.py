@@ -14,9 +14,11 @@ import time
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from tuiapp.conversation import checkpoints
 from tuiapp.conversation.session_history import answer_dangling_calls, make_title
 from tuiapp.vocab.events import (
     Event,
+    FileCheckpointed,
     MessageAdded,
     TextDelta,
     ToolCallDecided,
@@ -111,6 +113,9 @@ class EventRecording:
                 done["spool_path"] = event.spool_path
             with self._tx() as db:
                 self._update_call(db, session_id, event.call_id, event.name, **done)
+        elif isinstance(event, FileCheckpointed):
+            with self._tx() as db:
+                checkpoints.save(db, session_id, event)
         elif isinstance(event, Usage):
             # A Usage event holds one Conversation's running totals: keep them per run.
             with self._tx() as db:

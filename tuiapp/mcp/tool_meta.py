@@ -46,7 +46,8 @@ def served_annotations(spec: ToolSpec) -> types.ToolAnnotations:
         hints = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True,
                  "openWorldHint": False}
     elif policy.is_builtin_in(spec, policy.WRITING_BUILTINS):
-        hints = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True,
+        hints = {"readOnlyHint": False, "destructiveHint": True,
+                 "idempotentHint": spec.name != "editfile",  # (a second edit finds no text)
                  "openWorldHint": False}
     elif policy.is_builtin_in(spec, policy.OPEN_WORLD_BUILTINS):
         shell = spec.name == "execcmd"

@@ -202,6 +202,7 @@ class Workspace:
         emit: Emit,
         history: Sequence[Message] = (),
     ) -> Conversation:
+        from tuiapp.conversation.checkpoints import checkpointing
         from tuiapp.conversation.conversation import Conversation
 
         return Conversation(
@@ -209,7 +210,7 @@ class Workspace:
             tools=self.session_tools,
             approval=self.approval,
             approver=approver,
-            executor=runner.execute,
+            executor=checkpointing(runner.execute, self.root),
             emit=emit,
             system=self.system_prompt,
             max_steps=self.config.max_steps,

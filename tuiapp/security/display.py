@@ -142,6 +142,29 @@ def printable_line(text: str) -> str:
     return printable(text, marks=True).replace("\n", " ").replace("\t", " ")
 
 
+DIFF_LINE_LIMIT = 1_000  # characters of one diff line shown (a 2 MB line is cut, and said)
+
+
+def diff_line(text: str, limit: int = DIFF_LINE_LIMIT) -> str:
+    """One line of a diff as shown: cut to `limit` characters (the rest counted), tabs as
+    four spaces so indentation survives, every control shown (printable)."""
+    cut = ""
+    if len(text) > limit:
+        cut, text = f" … ({len(text) - limit:,} more characters)", text[:limit]
+    return printable(text, marks=True).replace("\n", " ").replace("\t", "    ") + cut
+
+
+_DIFF_COLOURS = {"+": "32", "-": "31", "@": "36"}  # green, red, cyan (SGR)
+
+
+def terminal_diff_line(line: str) -> str:
+    """diff_line() for a terminal: added lines green, removed red, hunks cyan (kep's own SGR
+    codes around text already made printable)."""
+    text = diff_line(line)
+    code = None if line.startswith(("+++ ", "--- ")) else _DIFF_COLOURS.get(line[:1])
+    return f"\x1b[{code}m{text}\x1b[0m" if code else text
+
+
 class StreamPrintable:
     """printable() for text that arrives in pieces: a CR at the end of one piece is held
     back until the next shows whether a newline follows it (CR LF is a newline)."""

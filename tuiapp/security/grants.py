@@ -114,15 +114,13 @@ def _path_scopes(call: ToolCall, spec: ToolSpec | None, tool: str) -> list[Scope
     if not value or not all(re.fullmatch(_SEGMENT, p) for p in parts if p) or "//" in value:
         return []
     others = sorted(k for k in props if k != key)
-    if any(_BY_TYPE.get(props[k].get("type") if isinstance(props[k], dict) else "") is None
-           for k in others):
+    free = {k: _value_regex(props[k]) for k in others}
+    if any(r is None for r in free.values()):
         return []  # an argument of another kind could carry anything: no path scope
 
     def rule(value_regex: str) -> str:
-        before = "".join(rf'(?:"{re.escape(k)}":{_BY_TYPE[props[k]["type"]]},)?'
-                         for k in others if k < key)
-        after = "".join(rf'(?:,"{re.escape(k)}":{_BY_TYPE[props[k]["type"]]})?'
-                        for k in others if k > key)
+        before = "".join(rf'(?:"{re.escape(k)}":{free[k]},)?' for k in others if k < key)
+        after = "".join(rf'(?:,"{re.escape(k)}":{free[k]})?' for k in others if k > key)
         return rf'^\{{{before}"{re.escape(key)}":"{value_regex}"{after}\}}$'
 
     file = json.dumps(value, ensure_ascii=False)[1:-1]
@@ -132,6 +130,31 @@ def _path_scopes(call: ToolCall, spec: ToolSpec | None, tool: str) -> list[Scope
         below = rf"{re.escape(folder)}(?:/{_SEGMENT})+"
         out.append(Scope(f"{call.name} on files under {folder}/", tool, rule(below)))
     return out
+
+
+def _value_regex(schema: Any) -> str | None:
+    """What an argument other than the path may be, under a path scope: a plain string,
+    number or boolean; or a list of objects whose fields are all such and all required (as
+    editfile's edits). Anything else could carry anything: None."""
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("type") in _BY_TYPE:
+        return _BY_TYPE[schema["type"]]
+    items = schema.get("items")
+    if schema.get("type") != "array" or not isinstance(items, dict):
+        return None
+    fields = items.get("properties")
+    if (items.get("type") != "object" or not isinstance(fields, dict) or not fields
+            or sorted(items.get("required") or []) != sorted(fields)):
+        return None
+    parts = []
+    for k in sorted(fields):
+        kind = fields[k].get("type") if isinstance(fields[k], dict) else None
+        if kind not in _BY_TYPE:
+            return None
+        parts.append(rf'"{re.escape(k)}":{_BY_TYPE[kind]}')
+    one = r"\{" + ",".join(parts) + r"\}"
+    return rf"\[(?:{one}(?:,{one})*)?\]"
 
 
 @dataclass

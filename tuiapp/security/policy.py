@@ -37,11 +37,12 @@ READ_ONLY_BUILTINS: dict[str, frozenset[str]] = {
     "files": frozenset({"readfile", "listdir", "grep"}),
 }
 BUILTIN_DEFAULT = "kep's read-only built-ins"
-# kep's built-ins that overwrite files, and those that reach beyond this machine (the hints
-# `kep mcp serve` declares for them; see is_builtin_in).
+# kep's built-ins that overwrite files (their calls show a diff and are checkpointed), and
+# those that reach beyond this machine (the hints `kep mcp serve` declares; see is_builtin_in).
 WRITING_BUILTINS: dict[str, frozenset[str]] = {
-    "files": frozenset({"writefile", "write_base64_file"}),
+    "files": frozenset({"writefile", "editfile", "write_base64_file"}),
 }
+FILE_WRITERS = WRITING_BUILTINS
 OPEN_WORLD_BUILTINS: dict[str, frozenset[str]] = {
     "web": frozenset({"wwwget"}), "shell": frozenset({"execcmd"}),
 }
@@ -239,6 +240,11 @@ def is_read_only_builtin(spec: ToolSpec) -> bool:
     """Whether `spec` is one of kep's own read-only built-ins: declared by kep's bundled
     file, and run from that file. The name alone proves nothing."""
     return _is_builtin(spec, READ_ONLY_BUILTINS)
+
+
+def is_file_writer(spec: ToolSpec) -> bool:
+    """Whether `spec` is one of kep's own file-writing built-ins (by its bundled file)."""
+    return _is_builtin(spec, FILE_WRITERS)
 
 
 def is_builtin_in(spec: ToolSpec, table: Mapping[str, Collection[str]]) -> bool:

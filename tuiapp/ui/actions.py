@@ -19,6 +19,7 @@ from tuiapp.settings import config_types, config_writer, paths
 from tuiapp.ui import commands
 from tuiapp.ui.focus import focus_now
 from tuiapp.ui.literal import literal, say
+from tuiapp.ui.rewind_actions import RewindActions
 from tuiapp.ui.themes import save_theme_choice
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
@@ -46,7 +47,7 @@ RESTORABLE = frozenset({"ok", "failed", "timed_out", "cancelled"})
 FOOTER = re.compile(r"\n?\[kep: [^\n]*\]\n?\Z")
 
 
-class SessionActions(App[int]):
+class SessionActions(RewindActions, App[int]):
     ws: Workspace
     store: Store | None
     broker: ApprovalBroker

@@ -78,7 +78,8 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         Binding("ctrl+b", "toggle_thinking", "thinking", show=False, id="toggle_thinking"),
         Binding("ctrl+s", "switch_mode", "approval mode", show=False, id="switch_mode"),
         Binding("alt+r", "show_rules", "approval rules", show=False, id="show_rules"),
-        Binding("f1", "help", "help", show=False, id="help"),
+        Binding("f1", "help", "help", show=False, id="help"), Binding(
+            "ctrl+up", "rewind", "rewind", show=False, id="rewind"),
     ]
 
     def __init__(self, ws: Workspace, *, model: str, store: Store | None, session_id: str | None,
@@ -206,8 +207,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
 
     async def _finish_startup(self) -> None:
         """After the frame that shows the tools: the hidden panels, the chat (its provider
-        SDK loading in a thread), hot reload, then `tools_ready` (a turn needs the panels and
-        the chat)."""
+        SDK loading in a thread), hot reload, then `tools_ready` (a turn needs both)."""
         try:
             self.load_later_css()
             body = self.query_one("#body")

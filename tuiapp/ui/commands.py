@@ -42,6 +42,10 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
                         app.action_new_session)
     yield SystemCommand("Open a past session", "Resume an earlier conversation of this project "
                         "(ctrl+o)", app.action_open_session)
+    yield SystemCommand("Undo file changes", "Put back the files the last call of kep's "
+                        "built-ins wrote (/undo)", app.action_undo)
+    yield SystemCommand("Rewind", "Pick one of your messages: rewind the conversation to it, "
+                        "restore the files, or both (ctrl+up)", app.action_rewind)
     yield SystemCommand("Export session", "Save this conversation as Markdown",
                         app.action_export_session)
     yield SystemCommand("Toggle tool panes", "Show or hide the live tool output (ctrl+t)",

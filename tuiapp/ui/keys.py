@@ -44,6 +44,7 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     _a("switch_mode", "ctrl+s", "app", "next approval mode"),
     _a("show_rules", "alt+r", "app", "the rules screen"),
     _a("help", "f1", "app", "help"),
+    _a("rewind", "ctrl+up", "app", "rewind to one of your messages (conversation, files)"),
     _a("external_editor", "ctrl+x ctrl+e", "app", "edit the message in $VISUAL / $EDITOR",
        "sequence"),
     _a("bench_run", "f5", "app", "workbench: run"),

@@ -218,6 +218,21 @@ class ToolCallStarted(Event):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class FileCheckpointed(Event):
+    """A file one of kep's file-writing built-ins is about to write, as it was before (the
+    session store keeps it, for undo and rewind). `existed` False: there was no such file."""
+
+    call_id: str
+    path: str  # relative to the project root, links in it resolved
+    existed: bool
+    content: bytes = b""
+
+    def to_json(self) -> dict[str, Any]:  # (the bytes stay in the store)
+        return {"type": "FileCheckpointed", "call_id": self.call_id, "path": self.path,
+                "existed": self.existed, "bytes": len(self.content)}
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class ToolOutput(Event):
     call_id: str
     stream: Literal["stdout", "stderr"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tuiapp.ui.literal import say
 
@@ -142,3 +142,13 @@ def _help(app: KepApp, args: str) -> None:
 @builtin("quit", "quit kep")
 def _quit(app: KepApp, args: str) -> Any:
     return None if _no_args(app, "quit", args) else app.action_quit()
+
+
+@builtin("undo", "put back the files the last call of kep's built-ins wrote")
+def _undo(app: KepApp, args: str) -> Any:
+    return None if _no_args(app, "undo", args) else cast(Any, app).action_undo()
+
+
+@builtin("rewind", "pick one of your messages: rewind the conversation, the files, or both")
+def _rewind(app: KepApp, args: str) -> Any:
+    return None if _no_args(app, "rewind", args) else cast(Any, app).action_rewind()

@@ -31,6 +31,7 @@ from tuiapp.conversation.conversation import Approval
 from tuiapp.security.display import printable, printable_line
 from tuiapp.ui.focus import focus_now
 from tuiapp.ui.messages import PendingApproval
+from tuiapp.ui.widgets.approval_diff import with_diff
 from tuiapp.ui.widgets.approval_editor import ArgsEditor, parse_arguments
 from tuiapp.ui.widgets.approval_grants import ChoiceButtons, GrantChoices
 from tuiapp.ui.widgets.approval_keys import (
@@ -286,7 +287,8 @@ class ApprovalPanel(GrantChoices, AnswerKeys, Vertical, can_focus=True):
                            marks=True)  # what runs: every direction control shown
         from textual.highlight import highlight  # Pygments: loaded when first needed
 
-        self.query_one(".approval-json", Static).update(highlight(pretty, language="json"))
+        self.query_one(".approval-json", Static).update(with_diff(
+            highlight(pretty, language="json"), req.spec, req.call, self.root))
         why = ((("asking again: ", "dim"), f"{req.verdict.again} · {req.verdict.rule}")
                if req.verdict.again else (("asking because ", "dim"), req.verdict.rule))
         self.query_one(".approval-rule", Static).update(Content.assemble(*why))
