@@ -1,5 +1,6 @@
 """`kep sessions [list [--all]] | show ID | export ID --format md|json [-o FILE] |
-rename ID TITLE | search WORDS [--all] [--json] | delete ID… | prune --older-than AGE [--dry-run] [--all]`."""
+rename ID TITLE | search WORDS [--all] [--json] | delete ID… |
+prune --older-than AGE [--dry-run] [--all]`."""
 
 from __future__ import annotations
 
