@@ -42,6 +42,9 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
                         app.action_new_session)
     yield SystemCommand("Open a past session", "Resume an earlier conversation of this project "
                         "(ctrl+o)", app.action_open_session)
+    yield SystemCommand("Search sessions", "Find messages in this project's sessions (or every "
+                        "project's) and open one at that message (/search WORDS)",
+                        app.action_search)
     yield SystemCommand("Export session", "Save this conversation as Markdown",
                         app.action_export_session)
     yield SystemCommand("Toggle tool panes", "Show or hide the live tool output (ctrl+t)",
