@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 from pathlib import Path
 
 from tuiapp.commands._common import fail
@@ -14,8 +12,6 @@ from tuiapp.conversation import transcript
 from tuiapp.conversation.session_search import Hit, SearchError
 from tuiapp.conversation.store import Store
 from tuiapp.security.display import json_printable, printable_line
-
-BOLD, PLAIN = "\x1b[1;4m", "\x1b[0m"
 
 
 def main(store: Store, args: argparse.Namespace, root: Path) -> int:
@@ -32,10 +28,9 @@ def main(store: Store, args: argparse.Namespace, root: Path) -> int:
         where = "" if every else " in this project (`--all` for every project)"
         print(f"no message holds {printable_line(words)!s}{where}")
         return 0
-    styled = sys.stdout.isatty() and "NO_COLOR" not in os.environ
     for h in hits:
         print(heading(h, every))
-        print("    " + snippet(h, styled))
+        print("    " + snippet(h))
     print("open one with: kep --session ID  (or /search in kep)")
     return 0
 
@@ -46,12 +41,11 @@ def heading(h: Hit, every: bool) -> str:
     return line + (f"  {printable_line(h.project_root)}" if every else "")
 
 
-def snippet(h: Hit, styled: bool) -> str:
-    """The snippet on one line; the words found in bold (a terminal) or [brackets]."""
+def snippet(h: Hit) -> str:
+    """The snippet on one line, the words found in [brackets] (the same in a pipe as on a
+    terminal: no escape sequences of our own)."""
     out = []
     for text, lit in h.pieces:
         shown = printable_line(text)  # the display edge: nothing in a message drives the terminal
-        if lit:
-            shown = f"{BOLD}{shown}{PLAIN}" if styled else f"[{shown}]"
-        out.append(shown)
+        out.append(f"[{shown}]" if lit else shown)
     return "".join(out)
