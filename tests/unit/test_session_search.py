@@ -159,3 +159,18 @@ def test_cli_text_json_and_hostile(tmp_path: Path, root: Path) -> None:
         assert len(res.stderr.strip().splitlines()) <= 1
     res = kep("sessions", "search", "nomatchword", "--project", str(root))
     assert res.returncode == 0 and "no message" in res.stdout
+
+
+def test_a_project_hit_below_many_better_ones_elsewhere_is_found(tmp_path: Path,
+                                                                  root: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    with Store.open(tmp_path / "s.db") as store:
+        busy = store.create_session(other, "offline")
+        for _ in range(60):
+            add(store, busy, "user", "otter otter otter")
+        mine = store.create_session(root, "offline")
+        add(store, mine, "user", "a lone otter among many other words in a long message")
+        assert [h.session_id for h in store.search("otter", root, limit=1)] == [mine]
+        assert [h.session_id for h in store.search("otter", root, limit=2)] == [mine]
+        assert len(store.search("otter", None, limit=100)) == 61

@@ -72,22 +72,12 @@ def search(db: sqlite3.Connection, words: str, project_root: str | None = None,
            limit: int = DEFAULT_LIMIT) -> list[Hit]:
     """The best `limit` messages holding every word, in one project or (None) all."""
     query = fts_query(words)
-    where = "message_search MATCH ?"
-    params: list[Any] = [query]
-    if project_root is not None:
-        where += " AND s.project_root = ?"
-        params.append(project_root)
     try:
-        # Rank first, then snippets for the few rows kept (a snippet reads the message back).
-        ranked = db.execute(
-            "SELECT message_search.rowid, rank, m.session_id, m.seq, m.created, "
-            "coalesce(json_extract(m.data, '$.role'), ''), s.title, s.project_root "
-            "FROM message_search JOIN messages m ON m.rowid = message_search.rowid "
-            f"JOIN sessions s ON s.id = m.session_id WHERE {where} ORDER BY rank LIMIT ?",
-            (*params, max(1, limit))).fetchall()
+        ranked = _ranked(db, query, project_root, max(1, limit))
         if not ranked:
             return []
         marks = ",".join("?" * len(ranked))
+        # Snippets for the few rows kept only (a snippet reads the message back).
         snippets = dict(db.execute(
             f"SELECT rowid, snippet(message_search, 0, ?, ?, '…', {SNIPPET_TOKENS}) "
             f"FROM message_search WHERE message_search MATCH ? AND rowid IN ({marks})",
@@ -98,6 +88,33 @@ def search(db: sqlite3.Connection, words: str, project_root: str | None = None,
         raise SearchError(f"the search failed: {e}") from e
     return [Hit(sid, seq, role, created, title, root, rank, pieces(snippets.get(rowid, "")))
             for rowid, rank, sid, seq, created, role, title, root in ranked]
+
+
+_RANKED = ("SELECT r.rowid, r.rank, m.session_id, m.seq, m.created, "
+           "coalesce(json_extract(m.data, '$.role'), ''), s.title, s.project_root FROM "
+           "(SELECT rowid, rank FROM message_search WHERE message_search MATCH ? "
+           "ORDER BY rank LIMIT ?) r JOIN messages m ON m.rowid = r.rowid "
+           "JOIN sessions s ON s.id = m.session_id {where} ORDER BY r.rank")
+
+
+def _ranked(db: sqlite3.Connection, query: str, project_root: str | None,
+            limit: int) -> list[Any]:
+    """The best `limit` hits. FTS5 ranks fastest on its own (no join per match): rank a
+    window of the best matches, then keep this project's; widen the window tenfold while it
+    was full and too few were this project's."""
+    if project_root is None:
+        return db.execute(_RANKED.format(where=""), (query, limit)).fetchall()
+    window = limit * 20
+    while True:
+        rows = db.execute(_RANKED.format(where="WHERE s.project_root = ?"),
+                          (query, window, project_root)).fetchall()
+        if len(rows) >= limit:
+            return rows[:limit]
+        total = db.execute("SELECT count(*) FROM (SELECT 1 FROM message_search WHERE "
+                           "message_search MATCH ? LIMIT ?)", (query, window)).fetchone()[0]
+        if total < window:
+            return rows  # every match was looked at
+        window *= 10
 
 
 def pieces(snippet: str) -> tuple[tuple[str, bool], ...]:
