@@ -89,13 +89,13 @@ class StatusFooter(Widget):
         if left_c.cell_length > self.size.width:
             left_c = self._left(short=True, compact=True)
         # Keys on the right, as many as fit: the state and model matter more.
-        # The keys part is set apart from the state by a separator when they would be close
-        # ("waiting for you▸ approval" ran together): room is kept for it.
+        # The keys part is set apart from the state by a separator (always when wide, when
+        # they would be close on a narrow screen): "waiting for you▸ approval" ran together.
         sep = " │ " if compact else "  │  "
         room = self.size.width - left_c.cell_length - len(sep)
         keyboard = SHORT_NAMES.get(self.keyboard, self.keyboard) if compact else self.keyboard
         right_c = Content.assemble(("▸" if compact else "▸ ", "$text-muted"),
-                                   (keyboard, "bold"), " " if compact else "  ")
+                                   (keyboard, "bold"), (" " if compact else sep, "$text-muted"))
         state = self.state
         if state == "approval" and self.keyboard != "approval":
             state = "approval-away"
@@ -110,8 +110,9 @@ class StatusFooter(Widget):
                 break
             right_c += text
         gap = self.size.width - left_c.cell_length - right_c.cell_length
-        if gap >= len(sep) + 2:
+        if compact and gap >= len(sep) + 2:
             return left_c + Content(" " * gap) + right_c
+        # Wide: always "state … │  ▸ who gets the key  │  keys", each part its own.
         middle = Content(" " * max(0, gap - len(sep))) + Content.styled(sep, "$text-muted")
         return left_c + middle + right_c
 
