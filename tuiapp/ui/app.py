@@ -39,7 +39,6 @@ from tuiapp.ui.model_options import ModelOptionActions
 from tuiapp.ui.narrow import NarrowLayout
 from tuiapp.ui.prompt_commands import SessionStarts
 from tuiapp.ui.screens.output_viewer import OpensOutputViewer
-from tuiapp.ui.search_actions import SearchActions
 from tuiapp.ui.themes import register_themes, set_startup_theme
 from tuiapp.ui.waiting_notice import WaitingNotice
 from tuiapp.ui.widgets.prompt_input import PromptInput
@@ -63,7 +62,7 @@ LATER_CSS = Path(__file__).with_name("later.tcss")
 # order, and KepApp's own (now theirs) ran before the other mixins'.
 class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStarts,
              SessionActions, ModelOptionActions, ModeActions, WaitingNotice, NarrowLayout,
-             OpensOutputViewer, SearchActions, App[int]):
+             OpensOutputViewer, App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "kep"
     COMMANDS = SessionStarts.COMMANDS | {commands.McpCommands}
