@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from tuiapp import __version__
-from tuiapp.mcp import startup
+from tuiapp.mcp import inventory, prompt_info, startup
 from tuiapp.mcp.servers import expand_headers, tool_name, unset_header_vars
 from tuiapp.mcp.state import ServerState, ServerStatus
 from tuiapp.mcp.stdio_transport import stdio_transport
@@ -172,10 +172,9 @@ class ServerConnection:
                 self._failed(e)
                 return
             run.client = client
-            from tuiapp.mcp import inventory
-
             res, prompts = await inventory.fetch(client)
-            self.state = replace(self.state, resources=res, prompts=prompts)
+            info = await prompt_info.fetch(client) if prompts else ()  # (for `/NAME` commands)
+            self.state = replace(self.state, resources=res, prompts=prompts, prompt_info=info)
             self.set_state("ready")
             while True:
                 await run.wake.wait()

@@ -189,6 +189,9 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
     sandbox = _sandbox(r.sub("sandbox"))
     off = ([f"{file}: [sandbox] enabled = false: tools run without the kernel walls"]
            if not sandbox.enabled else [])
+    keys = r.get("keys", (object, bool), {})  # any value: a wrong one is a warning, not an error
+    if not isinstance(keys, dict):
+        off.append(f"{file}: keys: expected a table ([keys] action = \"key\"); ignored")
     return Config(
         sandbox=sandbox,
         model=r.get("model", str),
@@ -206,6 +209,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
                             ur.get("notify_bell", bool, True),
                             ur.choice("notify_desktop", NOTIFY_DESKTOP, "auto")),
         system_prompt=r.get("system_prompt", str),
+        keys=keys if isinstance(keys, dict) else {},  # action = "key": checked by ui/keys
         project_root=project_root,
         raw=dict(data),
         warnings=tuple([*r.unknown_keys(), *off]),
@@ -308,6 +312,13 @@ def load(root: Path, user_file: Path,
     if isinstance(project_hooks, list) and isinstance(user_hooks, list) and (
             project_hooks or user_hooks):
         merged["hooks"] = [*project_hooks, *user_hooks]
+    if "keys" in project_data and project_file in files and project_file != user_file:
+        # A checkout must not move the approval keys under the user's fingers.
+        warnings.append(f"{project_file}: [keys] ignored: key bindings come from your user "
+                        "config only")
+        merged.pop("keys", None)
+        if "keys" in user_data:
+            merged["keys"] = user_data["keys"]
     if user_rules or project_rules:
         merged.setdefault("approval", {})
         merged["approval"] = dict(merged["approval"], rules=[*project_rules, *user_rules])

@@ -88,8 +88,8 @@ class FunctionsPanel(Widget):
     }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "filter", "filter", show=False),
-        Binding("c", "app.check_tools", "check", show=False),
+        Binding("slash", "filter", "filter", show=False, id="functions_filter"),
+        Binding("c", "app.check_tools", "check", show=False, id="functions_check"),
     ]
 
     class ToolChosen(Message):
