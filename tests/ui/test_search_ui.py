@@ -90,3 +90,21 @@ async def test_search_with_words_and_all_projects(proj: Path, tmp_path: Path) ->
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, SearchScreen), what="close")
     store.close()
+
+
+async def test_slash_search_opens_the_screen_with_the_words(proj: Path) -> None:
+    from tui_helpers import send
+
+    store = Store.open()
+    long_session(store, proj, 4, needle_at=3)
+    app = app_for(proj, store=store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_idle(pilot)
+        await send(pilot, '/search heron "NEAR')
+        await until(pilot, lambda: isinstance(app.screen, SearchScreen), what="the screen")
+        await pilot.pause()
+        await pilot.pause()
+        screen = app.screen
+        assert screen.query_one("Input").value == 'heron "NEAR'
+        assert app.chat.history == []  # never sent to the model
+    store.close()
