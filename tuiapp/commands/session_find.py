@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tuiapp.commands._common import fail
 from tuiapp.conversation import transcript
-from tuiapp.conversation.session_search import Hit, SearchError
+from tuiapp.conversation.session_search import SearchError, SearchHit
 from tuiapp.conversation.store import Store
 from tuiapp.security.display import json_printable, printable_line
 
@@ -35,13 +35,13 @@ def main(store: Store, args: argparse.Namespace, root: Path) -> int:
     return 0
 
 
-def heading(h: Hit, every: bool) -> str:
+def heading(h: SearchHit, every: bool) -> str:
     title = printable_line(h.title or "(no title)")
     line = f"{h.session_id}  #{h.seq:<4} {transcript.when(h.created)}  {h.role:<9}  {title}"
     return line + (f"  {printable_line(h.project_root)}" if every else "")
 
 
-def snippet(h: Hit) -> str:
+def snippet(h: SearchHit) -> str:
     """The snippet on one line, the words found in [brackets] (the same in a pipe as on a
     terminal: no escape sequences of our own)."""
     out = []

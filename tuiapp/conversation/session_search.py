@@ -26,7 +26,7 @@ class SearchError(ValueError):
 
 
 @dataclass(frozen=True)
-class Hit:
+class SearchHit:
     session_id: str
     seq: int  # the message's number in its session (1-based, as stored)
     role: str
@@ -69,7 +69,7 @@ def fts_query(words: str) -> str:
 
 
 def search(db: sqlite3.Connection, words: str, project_root: str | None = None,
-           limit: int = DEFAULT_LIMIT) -> list[Hit]:
+           limit: int = DEFAULT_LIMIT) -> list[SearchHit]:
     """The best `limit` messages holding every word, in one project or (None) all."""
     query = fts_query(words)
     try:
@@ -86,7 +86,7 @@ def search(db: sqlite3.Connection, words: str, project_root: str | None = None,
         if "no such table" in str(e):
             raise SearchError("search is not available: this SQLite has no FTS5") from e
         raise SearchError(f"the search failed: {e}") from e
-    return [Hit(sid, seq, role, created, title, root, rank, pieces(snippets.get(rowid, "")))
+    return [SearchHit(sid, seq, role, created, title, root, rank, pieces(snippets.get(rowid, "")))
             for rowid, rank, sid, seq, created, role, title, root in ranked]
 
 

@@ -289,7 +289,7 @@ class Store(EventRecording):
                                bool(r[9]), r[10], r[11], r[12], bool(r[13]), r[14]) for r in rows]
 
     def search(self, words: str, project_root: Path | str | None = None,
-               limit: int = session_search.DEFAULT_LIMIT) -> list[session_search.Hit]:
+               limit: int = session_search.DEFAULT_LIMIT) -> list[session_search.SearchHit]:
         """Messages holding every word, best first (session_search; SearchError for a line)."""
         root = None if project_root is None else str(Path(project_root).resolve())
         return session_search.search(self._db, words, root, limit)

@@ -19,7 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tuiapp.conversation.session_search import Hit, SearchError
+from tuiapp.conversation.session_search import SearchError, SearchHit
 from tuiapp.conversation.store import Store
 from tuiapp.ui.literal import literal, say
 
@@ -52,7 +52,7 @@ class SearchScreen(ModalScreen[Found | None]):
         super().__init__()
         self.store, self.root, self.words = store, root, words
         self.every = False
-        self.hits: list[Hit] = []
+        self.hits: list[SearchHit] = []
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:
@@ -119,7 +119,7 @@ class SearchScreen(ModalScreen[Found | None]):
         self.dismiss(None)
 
 
-def hit_label(h: Hit, every: bool) -> Content:
+def hit_label(h: SearchHit, every: bool) -> Content:
     """Two lines: the session, message number, time and title; then the snippet with the
     words found in bold. Every foreign piece goes through the display edge (literal)."""
     when = f"{datetime.fromtimestamp(h.created):%Y-%m-%d %H:%M}"
