@@ -63,6 +63,7 @@ async def test_search_opens_the_session_at_the_hit(proj: Path, size: tuple[int, 
         assert hit.has_class("message-6")
         transcript = hit.parent
         assert transcript is not None
+        await wait_idle(pilot)
         await pilot.pause()
         top = transcript.scroll_offset.y
         assert hit.virtual_region.y - 2 <= top <= hit.virtual_region.y + 2  # at the top

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from tuiapp.conversation.store import Store
     from tuiapp.project.workspace import Workspace
 
-JUMP_TRIES = 40  # pages drawn or refreshes waited for before the jump gives up
+JUMP_TRIES = 200  # pages drawn or refreshes waited for (50 ms each) before the jump gives up
 
 
 class SearchActions(App[int]):
@@ -61,8 +61,13 @@ async def scroll_to_message(app: App[Any], index: int) -> None:
             drawn = transcript.query(f".message-{i}")
             if drawn:
                 widget = drawn.first()
-                transcript.scroll_to_widget(widget, top=True, animate=False)
                 widget.add_class("search-hit")
+                # Not pinned to the end any more (new text would scroll the hit away), and
+                # scrolled once the pages drawn above it have their height.
+                transcript.anchor(False)
+                transcript.scroll_to_widget(widget, top=True, animate=False)
+                transcript.call_after_refresh(transcript.scroll_to_widget, widget, top=True,
+                                              animate=False)
                 return
         marker = transcript.query(EarlierMessages)
         if marker and marker.first().count > index:
