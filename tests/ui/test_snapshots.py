@@ -157,6 +157,22 @@ def test_pending_approval(snap_compare, tmp_path: Path) -> None:  # type: ignore
     assert snap_compare(app, terminal_size=APP_SIZE, run_before=run_before)
 
 
+def test_pending_approval_at_120_columns(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """With a session id in the footer the state and the keys part come close: a separator
+    keeps them apart ("waiting for you▸ approval" ran together)."""
+    from tuiapp.ui.widgets.status_footer import StatusFooter
+
+    app = kep_app(demo_project(tmp_path))
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await _ask(pilot, "shout notes.txt")
+        await _until(pilot, lambda: bool(app.query_one("#approval").display), "the approval")
+        app.query_one(StatusFooter).session_id = "3f9a07c2"  # fixed: ids are random
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 35), run_before=run_before)
+
+
 def test_functions_panel_with_broken_tool(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     app = kep_app(demo_project(tmp_path))
 

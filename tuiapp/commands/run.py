@@ -54,6 +54,9 @@ class Printer:
         self._at_line_start = True
         self._reply_text = StreamPrintable()  # the display edge (core.display)
         self._queued: set[str] = set()  # calls waiting for a slot ([tools] max_parallel)
+        # The question on the terminal now (tty_approver): a line printed meanwhile (another
+        # call finishing) goes below it, and the question is asked again under it.
+        self.asking: str | None = None
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, ToolFinished) and event.status in ("failed", "timed_out"):
@@ -115,7 +118,10 @@ class Printer:
             self._at_line_start = True
 
     def _note(self, line: str) -> None:
-        self.err.write(printable(line) + "\n")
+        if self.asking is not None:
+            self.err.write("\n" + printable(line) + "\n" + self.asking)
+        else:
+            self.err.write(printable(line) + "\n")
         self.err.flush()
 
 
@@ -179,14 +185,21 @@ def network_asker(yes: bool, interactive: bool) -> None:
     spawn.set_network_asker(ask)
 
 
-def tty_approver() -> Approver:
-    """Ask on the terminal. Only used when stdin and stderr are a TTY."""
+def tty_approver(printer: Printer | None = None) -> Approver:
+    """Ask on the terminal. Only used when stdin and stderr are a TTY. `printer` knows a
+    question is open, so what it prints meanwhile never lands on the question's line."""
 
     async def ask(call: ToolCall, spec: ToolSpec, verdict: policy.Verdict) -> Approval:
         args = json.dumps(call.arguments, ensure_ascii=False)
         why = f"asking again: {verdict.again}; {verdict.rule}" if verdict.again else verdict.rule
         prompt = printable(f"Allow {call.name} {args}? ({why}) [y/N] ")
-        answer = await asyncio.to_thread(_read_answer, prompt)
+        if printer is not None:
+            printer.asking = prompt
+        try:
+            answer = await asyncio.to_thread(_read_answer, prompt)
+        finally:
+            if printer is not None:
+                printer.asking = None
         return Approval(answer in ("y", "yes"))
 
     return ask
@@ -263,7 +276,7 @@ def main(args: argparse.Namespace) -> int:
         recorder(event)
         printer(event)
 
-    approver = allow_all if args.yes else (tty_approver() if interactive else deny_all)
+    approver = allow_all if args.yes else (tty_approver(printer) if interactive else deny_all)
     network_asker(args.yes, interactive)
 
     async def go() -> str:

@@ -1,5 +1,6 @@
 """`kep sessions [list [--all]] | show ID | export ID --format md|json [-o FILE] |
-fork ID --at N | rename ID TITLE | delete ID… | prune --older-than AGE [--dry-run] [--all]`."""
+fork ID --at N | rename ID TITLE | search WORDS [--all] [--json] | delete ID… |
+prune --older-than AGE [--dry-run] [--all]`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from tuiapp.commands import session_find
 from tuiapp.commands._common import fail, project_root
 from tuiapp.conversation import session_admin, transcript
 from tuiapp.conversation.store import SessionInfo, Store, UnknownSession
@@ -26,6 +28,8 @@ def main(args: argparse.Namespace) -> int:
         try:
             if action == "list":
                 return _list(store, args)
+            if action == "search":
+                return session_find.main(store, args, project_root(args))
             if action in ("delete", "prune"):
                 return _delete(store, args, action)
             sid = store.resolve_id(args.id)

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tuiapp.conversation import session_search
 from tuiapp.conversation.session_history import history_for_model
 from tuiapp.conversation.store_recording import EventRecording
 from tuiapp.conversation.store_schema import StoreError, default_path, migrate
@@ -286,6 +287,12 @@ class Store(EventRecording):
             " FROM tool_calls WHERE session_id=? ORDER BY id", (session_id,)).fetchall()
         return [ToolCallRecord(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5], r[6], r[7], r[8],
                                bool(r[9]), r[10], r[11], r[12], bool(r[13]), r[14]) for r in rows]
+
+    def search(self, words: str, project_root: Path | str | None = None,
+               limit: int = session_search.DEFAULT_LIMIT) -> list[session_search.SearchHit]:
+        """Messages holding every word, best first (session_search; SearchError for a line)."""
+        root = None if project_root is None else str(Path(project_root).resolve())
+        return session_search.search(self._db, words, root, limit)
 
     def _draft_text(self, session_id: str) -> str | None:
         rows = self._db.execute("SELECT text FROM drafts WHERE session_id=? ORDER BY n",

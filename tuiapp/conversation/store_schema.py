@@ -2,6 +2,11 @@
 
 SCHEMA_VERSION goes in PRAGMA user_version; a file from a newer kep is refused. Columns added
 since schema 1 are added with ALTER TABLE on open (additive: older kep versions ignore them).
+
+Search: `message_search` is an FTS5 index of every message's text, keyed by the message's
+rowid and kept in step by triggers on `messages` (so every writer, older kep versions
+included, keeps it in sync). It indexes what the store holds, which has already passed the
+secrets filter. A database from before search is indexed once, on open (ensure_search).
 """
 
 from __future__ import annotations
@@ -71,6 +76,30 @@ USAGE_EXTRA = {"cached_tokens": "INTEGER NOT NULL DEFAULT 0",
                 "reasoning_tokens": "INTEGER NOT NULL DEFAULT 0", "cost": "REAL"}
 
 
+# The snippet's highlight marks (Unicode private use): removed from the indexed text, so a
+# mark in a snippet is always ours.
+MARK_OPEN, MARK_CLOSE = "\ue000", "\ue001"
+_TEXT = ("replace(replace(CASE json_type({row}.data, '$.content') WHEN 'text' THEN "
+         "json_extract({row}.data, '$.content') ELSE '' END, char(57344), ''), char(57345), '')")
+# The index reads the text back through this view (an external-content table: the text is
+# not stored twice; snippets read it from the messages).
+SEARCH_VIEW = (f"CREATE VIEW IF NOT EXISTS message_text AS SELECT m.rowid AS id, "
+               f"{_TEXT.format(row='m')} AS text FROM messages m")
+SEARCH_TABLE = ("CREATE VIRTUAL TABLE message_search USING fts5(text, content='message_text', "
+                "content_rowid='id', tokenize='unicode61 remove_diacritics 2')")
+_ADD = "INSERT INTO message_search (rowid, text) VALUES (new.rowid, {0});"
+_DEL = ("INSERT INTO message_search (message_search, rowid, text) "
+        "VALUES ('delete', old.rowid, {0});")
+SEARCH_TRIGGERS = (
+    "CREATE TRIGGER IF NOT EXISTS message_search_add AFTER INSERT ON messages BEGIN "
+    + _ADD.format(_TEXT.format(row="new")) + " END",
+    "CREATE TRIGGER IF NOT EXISTS message_search_del AFTER DELETE ON messages BEGIN "
+    + _DEL.format(_TEXT.format(row="old")) + " END",
+    "CREATE TRIGGER IF NOT EXISTS message_search_upd AFTER UPDATE OF data ON messages BEGIN "
+    + _DEL.format(_TEXT.format(row="old")) + " " + _ADD.format(_TEXT.format(row="new")) + " END",
+)
+
+
 class StoreError(Exception):
     """The session database cannot be opened or used (message names the file)."""
 
@@ -91,4 +120,21 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
     for column, kind in USAGE_EXTRA.items():
         if column not in have:
             conn.execute(f"ALTER TABLE usage ADD COLUMN {column} {kind}")
+    ensure_search(conn)
     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+
+def ensure_search(conn: sqlite3.Connection) -> None:
+    """Create the search index and its triggers; index what is already there (an upgrade).
+    Additive, like the columns above: no schema version bump, so an older kep still opens the
+    file (and its writes keep the index in step through the triggers)."""
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name='message_search'").fetchone()
+    if not exists:
+        try:
+            conn.execute(SEARCH_VIEW)
+            conn.execute(SEARCH_TABLE)
+        except sqlite3.OperationalError:
+            return  # an SQLite without FTS5: search says so; nothing else changes
+        conn.execute("INSERT INTO message_search (message_search) VALUES ('rebuild')")
+    for trigger in SEARCH_TRIGGERS:
+        conn.execute(trigger)

@@ -71,6 +71,22 @@ class Workspace:
     def __post_init__(self) -> None:
         self.registry = Registry(self.config)
         self.grants = SessionGrants()
+        from tuiapp.providers import offline
+
+        offline.why_unavailable = self.why_unavailable  # the offline model says why
+
+    def why_unavailable(self, name: str) -> str | None:
+        """Why no tool called `name` is offered, when kep knows: its file is broken, or it
+        is in this project's functions folder and the project is not trusted."""
+        for b in self.registry.broken:
+            if name in (b.name, Path(b.source).name, Path(b.source).stem):
+                return f"it is broken ({b.error}); `kep functions` lists every problem"
+        folder = self.config.project_root / "prompts" / "functions"
+        if not trust.state_of(self.config).trusted and folder.is_dir() and any(
+                p.stem == name or p.name == name for p in folder.iterdir()):
+            return ("this project's folder is not trusted, so its tools are not loaded "
+                    "(`kep trust` trusts it)")
+        return None
 
     def has_mcp_servers(self) -> bool:
         """Servers in kep.toml, the project's mcp.json, or a trusted Loki `functions/mcp.json`

@@ -15,7 +15,7 @@ import os
 import re
 import shlex
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from tuiapp.providers.base import Provider, StreamEnd, StreamItem
@@ -24,6 +24,11 @@ from tuiapp.vocab.messages import Message, ToolCall
 from tuiapp.vocab.tool_specs import ToolSpec
 
 FIRST_LINES = 8
+
+# Why a tool the user names is not offered (its file is broken, the project's folder is not
+# trusted): the workspace, which knows, sets this (one workspace a process); this layer
+# cannot look at the registry or trust itself.
+why_unavailable: Callable[[str], str | None] | None = None
 
 
 class OfflineProvider(Provider):
@@ -48,7 +53,7 @@ class OfflineProvider(Provider):
                 yield Usage(_tokens(messages), 10 * len(calls))
                 yield StreamEnd("tool_use")
                 return
-            text = help_text(tools)
+            text = unavailable_note(last.content, by_name) + help_text(tools)
         delay = float(os.environ.get("KEP_OFFLINE_DELAY", "0") or 0)
         for chunk in re.findall(r"\S*\s*", text):
             if chunk:
@@ -247,6 +252,22 @@ def summarise_results(results: list[Message]) -> str:
         ok = sum(not m.is_error for m in results)
         parts.insert(0, f"{len(results)} calls: {ok} finished ok, {len(results) - ok} not.")
     return "\n\n".join(parts)
+
+
+def unavailable_note(text: str, tools: dict[str, ToolSpec]) -> str:
+    """`NAME is not available: why` when the message starts with a tool's name that is not
+    offered and the workspace knows why; else ""."""
+    first = text.strip()
+    if first.startswith("/call") and first[5:6].isspace():
+        first = first[5:].lstrip()
+    name = first.split(maxsplit=1)[0] if first else ""
+    if not name or name in tools or why_unavailable is None:
+        return ""
+    try:
+        why = why_unavailable(name)
+    except Exception:  # a question the reply can do without: never fail the reply
+        return ""
+    return f"`{_short(name)}` is not available: {why}.\n\n" if why else ""
 
 
 def help_text(tools: Sequence[ToolSpec]) -> str:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from textual import work
-from textual.app import App
 from textual.command import SimpleCommand
 
 from tuiapp.project import config as project_config
@@ -20,6 +19,7 @@ from tuiapp.ui import commands
 from tuiapp.ui.focus import focus_now
 from tuiapp.ui.literal import literal, say
 from tuiapp.ui.rewind_actions import RewindActions
+from tuiapp.ui.search_actions import SearchActions
 from tuiapp.ui.themes import save_theme_choice
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.status_footer import StatusFooter
@@ -47,7 +47,7 @@ RESTORABLE = frozenset({"ok", "failed", "timed_out", "cancelled"})
 FOOTER = re.compile(r"\n?\[kep: [^\n]*\]\n?\Z")
 
 
-class SessionActions(RewindActions, App[int]):
+class SessionActions(RewindActions, SearchActions):
     ws: Workspace
     store: Store | None
     broker: ApprovalBroker

@@ -46,6 +46,9 @@ def kep_commands(app: KepApp) -> Iterator[SystemCommand]:
                         "built-ins wrote (/undo)", app.action_undo)
     yield SystemCommand("Rewind", "Pick one of your messages: rewind the conversation to it, "
                         "restore the files, or both (ctrl+up)", app.action_rewind)
+    yield SystemCommand("Search sessions", "Find messages in this project's sessions (or every "
+                        "project's) and open one at that message (/search WORDS)",
+                        app.action_search)
     yield SystemCommand("Export session", "Save this conversation as Markdown",
                         app.action_export_session)
     yield SystemCommand("Toggle tool panes", "Show or hide the live tool output (ctrl+t)",

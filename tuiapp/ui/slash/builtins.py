@@ -81,6 +81,12 @@ def _sessions(app: KepApp, args: str) -> Any:
     return None if _no_args(app, "sessions", args) else app.action_open_session()
 
 
+@builtin("search", "find messages in this project's sessions; open one at that message",
+         "[WORDS]")
+def _search(app: KepApp, args: str) -> None:
+    app.action_search(args.strip())
+
+
 @builtin("rules", "every approval rule in force")
 def _rules(app: KepApp, args: str) -> Any:
     return None if _no_args(app, "rules", args) else app.action_show_rules()

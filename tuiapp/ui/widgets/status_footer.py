@@ -106,10 +106,13 @@ class StatusFooter(Widget):
         if left_c.cell_length > self.size.width:
             left_c = self._left(short=True, compact=True)
         # Keys on the right, as many as fit: the state and model matter more.
-        room = self.size.width - left_c.cell_length - (1 if compact else 2)
+        # The keys part is set apart from the state by a separator (always when wide, when
+        # they would be close on a narrow screen): "waiting for you▸ approval" ran together.
+        sep = " │ " if compact else "  │  "
+        room = self.size.width - left_c.cell_length - len(sep)
         keyboard = SHORT_NAMES.get(self.keyboard, self.keyboard) if compact else self.keyboard
         right_c = Content.assemble(("▸" if compact else "▸ ", "$text-muted"),
-                                   (keyboard, "bold"), " " if compact else "  ")
+                                   (keyboard, "bold"), (" " if compact else sep, "$text-muted"))
         state = self.state
         if state == "approval" and self.keyboard != "approval":
             state = "approval-away"
@@ -124,8 +127,12 @@ class StatusFooter(Widget):
             if right_c.cell_length + text.cell_length > room:
                 break
             right_c += text
-        gap = max(1, self.size.width - left_c.cell_length - right_c.cell_length)
-        return left_c + Content(" " * gap) + right_c
+        gap = self.size.width - left_c.cell_length - right_c.cell_length
+        if compact and gap >= len(sep) + 2:
+            return left_c + Content(" " * gap) + right_c
+        # Wide: always "state … │  ▸ who gets the key  │  keys", each part its own.
+        middle = Content(" " * max(0, gap - len(sep))) + Content.styled(sep, "$text-muted")
+        return left_c + middle + right_c
 
     def _left(self, *, short: bool, compact: bool = False) -> Content:
         sep = (" │ " if compact else "  │  ", "$text-muted")

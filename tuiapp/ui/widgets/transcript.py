@@ -4,6 +4,7 @@ MarkdownStream, never re-rendered whole per token), tool-call blocks, errors and
 from __future__ import annotations
 
 from collections.abc import Sequence
+from importlib import import_module
 from types import ModuleType
 from typing import TYPE_CHECKING, ClassVar
 
@@ -328,9 +329,7 @@ class Transcript(VerticalScroll):
             first = len(widgets)
             m = messages[i]
             if m.summary_keeps is not None:
-                from tuiapp.ui.widgets.compacted import CompactedMarker
-
-                widgets.append(CompactedMarker(m))
+                widgets.append(import_module("tuiapp.ui.widgets.compacted").CompactedMarker(m))
             elif m.role == "user":
                 widgets.append(UserMessage(m.with_chips()))
             elif m.role == "assistant":
@@ -343,10 +342,10 @@ class Transcript(VerticalScroll):
                 for j, call in enumerate(m.tool_calls):
                     rec = recs[j] if j < len(recs) else None
                     widgets.append(restored_block(call, rec, results.get(call.id)))
+            for w in widgets[first:]:
+                w.add_class(f"message-{i}")  # a search hit scrolls to its message
             if i < self._compacted_below:
-                from tuiapp.ui.widgets.compacted import dim_above
-
-                dim_above(widgets, since=first)
+                import_module("tuiapp.ui.widgets.compacted").dim_above(widgets, since=first)
         return widgets
 
     async def show_earlier(self, marker: EarlierMessages) -> None:

@@ -1,0 +1,126 @@
+"""Full-text search over every recorded message (`kep sessions search`, `/search`).
+
+What the user types is never FTS5 query syntax: each word becomes a quoted phrase (quotes
+doubled), so `NEAR`, `AND`, `-`, `:`, `(` and an unbalanced `"` are plain words. A word ending
+in `*` keeps its meaning as a prefix. The words must all appear (implicit AND); hits come
+best first by bm25. The index (store_schema) holds the store's text, already redacted.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuiapp.conversation.store_schema import MARK_CLOSE, MARK_OPEN
+
+DEFAULT_LIMIT = 20
+SNIPPET_TOKENS = 16
+MAX_WORDS = 32  # a pasted paragraph is not a search; more words only slow the query
+_WORD = re.compile(r"\w", re.UNICODE)
+
+
+class SearchError(ValueError):
+    """The search cannot run; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    session_id: str
+    seq: int  # the message's number in its session (1-based, as stored)
+    role: str
+    created: float
+    title: str
+    project_root: str
+    rank: float
+    # The snippet as (text, highlighted) pieces, raw: the caller shows them through the
+    # display edge (security.display), never as markup.
+    pieces: tuple[tuple[str, bool], ...] = field(default=())
+
+    @property
+    def snippet(self) -> str:
+        return "".join(text for text, _ in self.pieces)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"session": self.session_id, "message": self.seq, "role": self.role,
+                "time": self.created, "title": self.title, "project": self.project_root,
+                "rank": self.rank, "snippet": self.snippet,
+                "highlights": [text for text, lit in self.pieces if lit]}
+
+
+def clean(words: str) -> str:
+    """Text any input can become: invalid UTF-8 (surrogate escapes from argv) turns into �."""
+    return words.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def fts_query(words: str) -> str:
+    """The FTS5 query for what the user typed: every word a quoted phrase, all required."""
+    terms = []
+    for word in clean(words).split()[:MAX_WORDS]:
+        prefix = word.endswith("*")
+        word = word.rstrip("*")
+        if not _WORD.search(word):
+            continue  # only punctuation: the tokenizer would give nothing to find
+        terms.append('"' + word.replace('"', '""') + '"' + ("*" if prefix else ""))
+    if not terms:
+        raise SearchError("nothing to search for: give at least one word")
+    return " ".join(terms)
+
+
+def search(db: sqlite3.Connection, words: str, project_root: str | None = None,
+           limit: int = DEFAULT_LIMIT) -> list[SearchHit]:
+    """The best `limit` messages holding every word, in one project or (None) all."""
+    query = fts_query(words)
+    try:
+        ranked = _ranked(db, query, project_root, max(1, limit))
+        if not ranked:
+            return []
+        marks = ",".join("?" * len(ranked))
+        # Snippets for the few rows kept only (a snippet reads the message back).
+        snippets = dict(db.execute(
+            f"SELECT rowid, snippet(message_search, 0, ?, ?, '…', {SNIPPET_TOKENS}) "
+            f"FROM message_search WHERE message_search MATCH ? AND rowid IN ({marks})",
+            (MARK_OPEN, MARK_CLOSE, query, *(r[0] for r in ranked))).fetchall())
+    except sqlite3.OperationalError as e:
+        if "no such table" in str(e):
+            raise SearchError("search is not available: this SQLite has no FTS5") from e
+        raise SearchError(f"the search failed: {e}") from e
+    return [SearchHit(sid, seq, role, created, title, root, rank, pieces(snippets.get(rowid, "")))
+            for rowid, rank, sid, seq, created, role, title, root in ranked]
+
+
+_RANKED = ("SELECT r.rowid, r.rank, m.session_id, m.seq, m.created, "
+           "coalesce(json_extract(m.data, '$.role'), ''), s.title, s.project_root FROM "
+           "(SELECT rowid, rank FROM message_search WHERE message_search MATCH ? "
+           "ORDER BY rank LIMIT ?) r JOIN messages m ON m.rowid = r.rowid "
+           "JOIN sessions s ON s.id = m.session_id {where} ORDER BY r.rank")
+
+
+def _ranked(db: sqlite3.Connection, query: str, project_root: str | None,
+            limit: int) -> list[Any]:
+    """The best `limit` hits. FTS5 ranks fastest on its own (no join per match): rank a
+    window of the best matches, then keep this project's; widen the window tenfold while it
+    was full and too few were this project's."""
+    if project_root is None:
+        return db.execute(_RANKED.format(where=""), (query, limit)).fetchall()
+    window = limit * 20
+    while True:
+        rows = db.execute(_RANKED.format(where="WHERE s.project_root = ?"),
+                          (query, window, project_root)).fetchall()
+        if len(rows) >= limit:
+            return rows[:limit]
+        total = db.execute("SELECT count(*) FROM (SELECT 1 FROM message_search WHERE "
+                           "message_search MATCH ? LIMIT ?)", (query, window)).fetchone()[0]
+        if total < window:
+            return rows  # every match was looked at
+        window *= 10
+
+
+def pieces(snippet: str) -> tuple[tuple[str, bool], ...]:
+    """Split a snippet at our marks into (text, highlighted) pieces."""
+    out: list[tuple[str, bool]] = []
+    for i, part in enumerate(re.split(f"[{MARK_OPEN}{MARK_CLOSE}]", snippet)):
+        if part:
+            out.append((part, i % 2 == 1))
+    return tuple(out)
