@@ -181,6 +181,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
             prefix=sr.get("prefix", bool),
             headers=sr.str_map("headers"),
             transport=sr.get("type", str),
+            log_level=_log_level(sr),
         )
         if not servers[name].command and not servers[name].url:
             raise ConfigError(file, f"mcp.servers.{name}", "needs command or url")
@@ -381,3 +382,14 @@ def read_dotenv(root: Path) -> dict[str, str | None]:
         raise ConfigError(env_file, "", f"too many lines ({lines:,}; at most "
                                         f"{DOTENV_MAX_LINES:,})")
     return dict(dotenv_values(stream=io.StringIO(text)))  # the bytes checked, not a second read
+
+
+MCP_LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+def _log_level(r: Any) -> str | None:
+    """[mcp.servers.NAME] log_level: one of the eight syslog levels MCP uses."""
+    v = r.get("log_level", str)
+    if v is not None and v not in MCP_LOG_LEVELS:
+        raise r.error("log_level", f"must be one of {', '.join(MCP_LOG_LEVELS)}")
+    return v
