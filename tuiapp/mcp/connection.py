@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import os
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -185,7 +184,7 @@ class ServerConnection:
                 self._failed(e)
                 return
             run.client = client
-            await self._set_log_level(client)
+            await peer.set_log_level(client, self.name, self.cfg.log_level, self._host())
             await self._recatalog(client)
             self.set_state("ready")
             while True:
@@ -345,18 +344,6 @@ class ServerConnection:
                 log.flush()
 
         return write
-
-    async def _set_log_level(self, client: Client) -> None:
-        level = self.cfg.log_level
-        if not level or getattr(client.server_capabilities, "logging", None) is None:
-            return
-        try:
-            with warnings.catch_warnings():  # deprecated in 2026-07-28; servers speak it today
-                warnings.simplefilter("ignore")
-                await client.set_logging_level(level)  # type: ignore[arg-type]
-        except Exception as e:
-            self._host().notice(f"MCP server {self.name} refused log_level {level!r}: "
-                                f"{one_line(e)}", "warning")
 
     async def _recatalog(self, client: Client) -> None:
         self.catalog = await resources.fetch(client, self.name)

@@ -10,6 +10,7 @@ never holds up the connection. Every string here is the server's and unescaped.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -192,3 +193,15 @@ def callbacks(server: str, host: Callable[[], PeerHost], root: Callable[[], Path
 
     return {"sampling_callback": sampling, "elicitation_callback": elicitation,
             "list_roots_callback": roots, "logging_callback": logging}
+
+
+async def set_log_level(client: Any, server: str, level: str | None, host: PeerHost) -> None:
+    """logging/setLevel, when configured and the server has logging; a refusal is a notice."""
+    if not level or getattr(client.server_capabilities, "logging", None) is None:
+        return
+    try:
+        with warnings.catch_warnings():  # deprecated in 2026-07-28; servers speak it today
+            warnings.simplefilter("ignore")
+            await client.set_logging_level(level)
+    except Exception as e:
+        host.notice(f"MCP server {server} refused log_level {level!r}: {str(e)[:200]}", "warning")
