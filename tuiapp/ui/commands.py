@@ -84,10 +84,14 @@ class McpCommands(Provider):
         app = cast("KepApp", self.app)
         if app.ws.mcp is None:
             return []
-        return [(f"MCP: restart {name}", state.describe(),
-                 partial(app.restart_mcp_server, name))
-                for name, state in sorted(app.ws.mcp.states().items())
-                if name in app.ws.config.mcp_servers or state.log_path]  # a real server
+        from tuiapp.ui.screens.resources import open_screen
+
+        resources = [("MCP: resources", "attach a server's resource to the next message, "
+                      "or subscribe to it", partial(open_screen, app))]
+        return [*resources, *((f"MCP: restart {name}", state.describe(),
+                               partial(app.restart_mcp_server, name))
+                              for name, state in sorted(app.ws.mcp.states().items())
+                              if name in app.ws.config.mcp_servers or state.log_path)]
 
     async def discover(self) -> Hits:
         for title, help_text, action in self._entries():
