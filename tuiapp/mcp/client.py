@@ -169,7 +169,8 @@ class McpManager:
 
     def catalogs(self) -> dict[str, Catalog]:
         """Each ready server's resources, templates and prompts."""
-        return {n: s.catalog for n, s in self._servers.items() if s.client is not None}
+        return {n: s.catalog for n, s in self._servers.items()
+                if s.client is not None and s.state.status == "ready"}
 
     async def read_resource(self, server: str, uri: str) -> ResourceText:
         """resources/read on `server`, capped; raises McpRequestError with one line."""

@@ -94,14 +94,14 @@ class ResourcesScreen(ModalScreen[None]):
         if isinstance(item, TemplateItem):
             self.app.push_screen(TemplateScreen(item), callback=self._filled)
         elif isinstance(item, ResourceItem):
-            self._attach(item.server, item.uri)
+            self._attach_resource(item.server, item.uri)
 
     def _filled(self, got: tuple[str, str] | None) -> None:
         if got is not None:
-            self._attach(*got)
+            self._attach_resource(*got)
 
     @work(group="mcp-resource", exit_on_error=False)
-    async def _attach(self, server: str, uri: str) -> None:
+    async def _attach_resource(self, server: str, uri: str) -> None:
         await resource_attach.attach(self.kep, server, uri)
 
     @work(group="mcp-resource", exit_on_error=False)
