@@ -98,12 +98,11 @@ async def test_escape_cancels_and_ctrl_d_declines(tmp_path: Path) -> None:
 @pytest.mark.parametrize("size", SIZES)
 async def test_a_url_elicitation_shows_the_url_and_opens_it_only_on_a_key(
         tmp_path: Path, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
-    import webbrowser
-
+    from tuiapp.ui.screens import elicitation
     from tuiapp.ui.screens.elicitation import ElicitationScreen
 
     opened: list[str] = []
-    monkeypatch.setattr(webbrowser, "open", lambda url, *a, **k: opened.append(url))
+    monkeypatch.setattr(elicitation, "open_in_browser", lambda url: opened.append(url))
     app = app_for(project(tmp_path))
     async with app.run_test(size=size) as pilot:
         await ready(pilot)

@@ -20,7 +20,7 @@ from tuiapp.vocab.messages import ToolCall
 from tuiapp.vocab.tool_specs import ToolSpec
 
 if TYPE_CHECKING:
-    from tuiapp.ui.app import KepApp
+    from tuiapp.ui.app_api import KepApp
 
 
 def start(app: KepApp, sink: Callable[[Event], None],

@@ -14,7 +14,7 @@ from tuiapp.ui.literal import say, shown
 if TYPE_CHECKING:
     from textual.app import App
 
-    from tuiapp.ui.app import KepApp
+    from tuiapp.ui.app_api import KepApp
 
 _pending: WeakKeyDictionary[App[int], list[tuple[str, ResourceText]]] = WeakKeyDictionary()
 

@@ -8,7 +8,9 @@ is foreign text: shown through the display edge.
 
 from __future__ import annotations
 
-import webbrowser
+import shutil
+import subprocess
+import sys
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -22,6 +24,22 @@ from tuiapp.ui.literal import literal, say
 from tuiapp.ui.widgets.schema_form import SchemaForm
 
 MESSAGE_LIMIT = 4000  # characters of the server's message shown
+
+
+def open_in_browser(url: str) -> str | None:
+    """Hand `url` to the desktop's opener (the user pressed the key); None, or why not."""
+    from tuiapp.security.sandbox.spawn import popen_unconfined
+
+    opener = shutil.which("open" if sys.platform == "darwin" else "xdg-open")
+    if opener is None:
+        return "no browser opener (xdg-open) found: copy the URL instead"
+    try:
+        popen_unconfined([opener, url], "browser", stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    except OSError as e:
+        return f"could not open the browser: {e}"
+    return None
 
 
 class ElicitationScreen(ModalScreen[ElicitationAnswer]):
@@ -77,8 +95,11 @@ class ElicitationScreen(ModalScreen[ElicitationAnswer]):
         if not url.lower().startswith(("https://", "http://")):
             self.notify("kep opens only http(s) URLs", severity="warning")
             return
+        problem = open_in_browser(url)
+        if problem:
+            self.notify(problem, severity="error", markup=False)
+            return
         self.opened = True
-        self.run_worker(lambda: webbrowser.open(url), thread=True, exit_on_error=False)
 
     def action_answer(self, action: str) -> None:
         if action != "accept" or self.request.mode == "url":

@@ -24,7 +24,7 @@ from tuiapp.ui.literal import literal, say
 from tuiapp.ui.widgets.schema_form import SchemaForm
 
 if TYPE_CHECKING:
-    from tuiapp.ui.app import KepApp
+    from tuiapp.ui.app_api import KepApp
 
 LINE = 80  # characters of a name, description or URI shown on a line; the rest counted
 

@@ -90,7 +90,7 @@ class FunctionsPanel(Widget):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "filter", show=False),
         Binding("c", "app.check_tools", "check", show=False),
-        Binding("r", "resources", "MCP resources", show=False),
+        Binding("r", "screen.mcp_resources", "MCP resources", show=False),
     ]
 
     class ToolChosen(Message):
@@ -161,12 +161,6 @@ class FunctionsPanel(Widget):
             self._render_entries()  # hidden: rendered when shown (startup stays fast)
 
     # ---- filter and choice -------------------------------------------------------------
-
-    def action_resources(self) -> None:
-        """The MCP servers' resources and templates, to attach or subscribe to."""
-        from tuiapp.ui.screens.resources import open_screen
-
-        open_screen(self.app)  # type: ignore[arg-type]
 
     def action_filter(self) -> None:
         boxes = self.query(Input)
