@@ -146,6 +146,10 @@ async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.Empt
     return types.EmptyResult()
 
 
+async def roots_changed(ctx: Any, params: Any) -> None:
+    print("roots changed", file=sys.stderr, flush=True)
+
+
 async def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--hostile", action="store_true")
@@ -154,7 +158,8 @@ async def main() -> None:
     server = Server("peer", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool,
                     on_list_resources=list_resources, on_list_resource_templates=list_templates,
                     on_read_resource=read_resource, on_subscribe_resource=subscribe,
-                    on_list_prompts=list_prompts, on_set_logging_level=set_level)
+                    on_list_prompts=list_prompts, on_set_logging_level=set_level,
+                    on_roots_list_changed=roots_changed)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options(NotificationOptions(
             tools_changed=True, resources_changed=True, prompts_changed=True)))

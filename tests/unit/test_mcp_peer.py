@@ -228,3 +228,47 @@ async def test_log_level_is_set_and_warnings_become_notices(start) -> None:
     log = Path(m.states()["peer"].log_path).read_text()
     assert "log level set to info" in log
     assert "server log debug (fake): log at debug" in log  # the rest stays in the log
+
+
+async def test_a_new_project_root_is_announced_and_then_offered(start, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    m = await start(peer())
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    m.reconfigure(replace(m.config, project_root=other))
+    log = Path(m.states()["peer"].log_path)
+    for _ in range(100):
+        if "roots changed" in log.read_text():
+            break
+        await asyncio.sleep(0.05)
+    assert "roots changed" in log.read_text()
+    assert await call(m, "roots") == [other.resolve().as_uri()]
+
+
+# ---- hostile: every string field a server sends --------------------------------------------
+
+def test_every_string_field_of_a_sampling_request_reaches_the_approval_as_data() -> None:
+    """The approval shows a sampling request through its arguments (foreign, like a model's
+    tool arguments): every string the server sent is there, unchanged, and nowhere else."""
+    import dataclasses
+
+    import mcp.types as types
+
+    from tuiapp.mcp.peer import sampling_request
+
+    evil = "[bold]x[/] \x1b[2J\x07"
+    p = types.CreateMessageRequestParams(
+        messages=[types.SamplingMessage(role="user", content=types.TextContent(
+            type="text", text=evil + "m"))],
+        max_tokens=5, system_prompt=evil + "s",
+        model_preferences=types.ModelPreferences(hints=[types.ModelHint(name=evil + "h")]))
+    req = sampling_request("srv", p)
+    assert not isinstance(req, str)
+    args = json.dumps(req.arguments())
+    for f in dataclasses.fields(req):
+        value = getattr(req, f.name)
+        for s in (value if isinstance(value, tuple) else (value,)):
+            for piece in (s if isinstance(s, tuple) else (s,)):
+                if isinstance(piece, str) and piece not in ("srv", "user"):
+                    assert json.dumps(piece)[1:-1] in args, f.name

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -354,7 +355,8 @@ class ServerConnection:
         """The project root moved: tell the server (notifications/roots/list_changed)."""
         client = self.client
         if client is not None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # deprecated in 2026-07-28; servers speak it
                 await client.send_roots_list_changed()
 
 
