@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -272,3 +272,74 @@ def test_every_string_field_of_a_sampling_request_reaches_the_approval_as_data()
             for piece in (s if isinstance(s, tuple) else (s,)):
                 if isinstance(piece, str) and piece not in ("srv", "user"):
                     assert json.dumps(piece)[1:-1] in args, f.name
+
+
+# ---- the project's host: approval, the provider, the cost -----------------------------------
+
+async def test_the_host_asks_runs_on_the_provider_and_counts_the_cost() -> None:
+    from collections.abc import Sequence
+
+    from tuiapp.project.mcp_host import for_conversation
+    from tuiapp.providers.base import Provider, StreamEnd
+    from tuiapp.security.approval_flow import Approval
+    from tuiapp.settings.config_types import ProviderConfig
+    from tuiapp.vocab.events import TextDelta, Usage
+    from tuiapp.vocab.messages import Message
+
+    class Priced(Provider):
+        seen: ClassVar[list[Any]] = []
+
+        async def stream(self, messages: Sequence[Message], tools: Sequence[Any],
+                         system: str | None) -> AsyncIterator[Any]:
+            self.seen.append((list(messages), system))
+            yield TextDelta("hi there")
+            yield Usage(100, 20)
+            yield StreamEnd("end_turn")
+
+        def cost(self, usage: Usage) -> float | None:
+            return 0.5
+
+    asked: list[Any] = []
+
+    async def approver(call: Any, spec: Any, verdict: Any) -> Approval:
+        asked.append((call.name, call.arguments))
+        return Approval(True)
+
+    events: list[Any] = []
+    conv = SimpleConv(Priced(ProviderConfig("p", "chat"), "m1"))
+    host = for_conversation(conv, approver, events.append)
+    req = SamplingRequest("srv", (("user", "hello"),), "sys", ("opus",), 50)
+    answer = await host.sample(req)
+    assert answer == SamplingAnswer("hi there", "m1")
+    assert asked == [("mcp:srv:sampling", req.arguments())]
+    assert conv.usage.cost == 0.5 and conv.usage.input_tokens == 100
+    assert conv.usage in events  # the footer's figure
+    assert Priced.seen[0][1] == "sys" and Priced.seen[0][0][0].content == "hello"
+
+
+async def test_a_rule_denies_a_servers_sampling_without_asking() -> None:
+    from tuiapp.project.mcp_host import McpHost
+    from tuiapp.settings.config import parse
+
+    cfg = parse({"approval": {"rules": [{"tool": "mcp:srv:sampling", "action": "deny"}]}},
+                "kep.toml", Path("."))
+    asked: list[Any] = []
+
+    async def approver(*a: Any) -> Any:
+        asked.append(a)
+
+    events: list[Any] = []
+    host = McpHost(approval=lambda: cfg.approval, approver=approver, provider=lambda: None,
+                   emit=events.append)
+    got = await host.sample(SamplingRequest("srv", (("user", "x"),), max_tokens=5))
+    assert isinstance(got, str) and "denied by policy" in got and asked == []
+
+
+class SimpleConv:
+    def __init__(self, provider: Any) -> None:
+        from tuiapp.settings.config_types import ApprovalConfig
+        from tuiapp.vocab.events import Usage
+
+        self.provider = provider
+        self.usage = Usage()
+        self.approval = lambda: ApprovalConfig()
