@@ -343,3 +343,13 @@ class SimpleConv:
         self.provider = provider
         self.usage = Usage()
         self.approval = lambda: ApprovalConfig()
+
+
+async def test_a_flood_of_error_logs_fills_the_log_not_the_screen(start) -> None:
+    host = Host()
+    m = await start(peer(), host=host)
+    for _ in range(5):
+        await call(m, "log_all")  # 5 notice-worthy levels each: 25
+    await asyncio.sleep(0.2)
+    assert len(host.notices) == 10 and "only go to its log file" in host.notices[-1][0]
+    assert Path(m.states()["peer"].log_path).read_text().count("log at emergency") == 5

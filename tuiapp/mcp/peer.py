@@ -10,6 +10,7 @@ never holds up the connection. Every string here is the server's and unescaped.
 from __future__ import annotations
 
 import contextlib
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ SAMPLING_RULE = "mcp:{server}:sampling"  # the tool name rules match to allow a 
 NOTICE_LEVELS = ("warning", "error", "critical", "alert", "emergency")
 LOG_LEVELS = ("debug", "info", "notice", *NOTICE_LEVELS)
 FORM_TYPES = ("string", "number", "integer", "boolean")
+NOTICES_PER_MINUTE = 10
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,22 @@ def form_problem(schema: dict[str, Any]) -> str | None:
     return None
 
 
+class _Budget:
+    """At most NOTICES_PER_MINUTE log notices a minute per server: a server that floods
+    errors fills its log file, not the screen."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+
+    def take(self) -> str | None:
+        now = time.monotonic()
+        self.times = [t for t in self.times if now - t < 60]
+        if len(self.times) >= NOTICES_PER_MINUTE:
+            return None
+        self.times.append(now)
+        return "last" if len(self.times) == NOTICES_PER_MINUTE else "ok"
+
+
 def _text(block: Any) -> str:
     if getattr(block, "type", "") == "text":
         return str(block.text)
@@ -148,6 +166,8 @@ def sampling_request(server: str, p: types.CreateMessageRequestParams) -> Sampli
 def callbacks(server: str, host: Callable[[], PeerHost], root: Callable[[], Path],
               log: Callable[[str], None]) -> dict[str, Any]:
     """The SDK Client's sampling, elicitation, roots and logging callbacks for `server`."""
+
+    budget = _Budget()
 
     async def sampling(ctx: Any, p: types.CreateMessageRequestParams) -> Any:
         request = sampling_request(server, p)
@@ -186,10 +206,12 @@ def callbacks(server: str, host: Callable[[], PeerHost], root: Callable[[], Path
         data = params.data if isinstance(params.data, str) else repr(params.data)
         who = f" ({params.logger})" if params.logger else ""
         log(f"# kep: server log {level}{who}: {data}\n")
-        if level in NOTICE_LEVELS:
+        if level in NOTICE_LEVELS and (quota := budget.take()):
+            text = f"MCP server {server} {level}{who}: {data[:2000]}"
+            if quota == "last":
+                text += " (more of its log messages only go to its log file for a while)"
             with contextlib.suppress(Exception):  # a notice must never break the read loop
-                host().notice(f"MCP server {server} {level}{who}: {data[:2000]}",
-                              "warning" if level == "warning" else "error")
+                host().notice(text, "warning" if level == "warning" else "error")
 
     return {"sampling_callback": sampling, "elicitation_callback": elicitation,
             "list_roots_callback": roots, "logging_callback": logging}
