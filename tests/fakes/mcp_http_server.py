@@ -76,7 +76,8 @@ async def list_resources(ctx: ServerRequestContext[Any], params: Any
 
 async def list_prompts(ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
     return types.ListPromptsResult(prompts=[
-        types.Prompt(name="review", description="Review a change")])
+        types.Prompt(name="review", description="Review a change", arguments=[
+            types.PromptArgument(name="change", description="what changed", required=True)])])
 
 
 async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams

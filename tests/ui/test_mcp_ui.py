@@ -84,6 +84,20 @@ async def test_an_mcp_servers_resources_and_prompts_show_in_the_functions_panel(
                         timeout=60, what="the server and its prompt in the functions panel")
             assert "2 resources (readme, schema)" in text() and "1 prompt (review)" in text()
             assert "mcp:docs/review" in {c.name for c in choices(app.ws)}
+            from tuiapp.ui.slash.dispatch import user_commands  # and it is `/review`
+
+            (review,) = [c for c in user_commands(app) if c.name == "review"]
+            assert review.ref == "mcp:docs/review" and review.usage == "change"
+            assert review.description == "Review a change (MCP prompt of docs)"
+            await send(pilot, "/review")  # its required argument missing: one line, not sent
+            await until(pilot, lambda: any("it needs change: /review change" in n.message
+                                           for n in app._notifications), what="the line")
+            assert not app.chat.history
+            app.query_one("#prompt").clear()
+            await send(pilot, "/review 'a typo in the README'")  # its argument, by position
+            await until(pilot, lambda: any("Review this change: a typo in the README"
+                                           in m.content for m in app.chat.history),
+                        what="the server's prompt in the conversation")
     finally:
         proc.kill()
         proc.wait(10)

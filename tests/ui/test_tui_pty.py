@@ -24,12 +24,12 @@ pytestmark = pytest.mark.xdist_group("pty")
 class Terminal:
     """A pty running kep, with a virtual screen fed from its output."""
 
-    def __init__(self, argv: list[str], cwd: Path) -> None:
+    def __init__(self, argv: list[str], cwd: Path, **env: str) -> None:
         self.screen = pyte.Screen(COLS, ROWS)
         self.stream = pyte.ByteStream(self.screen)
         self.child = pexpect.spawn(argv[0], argv[1:], cwd=str(cwd), dimensions=(ROWS, COLS),
                                    env=kep_env(TERM="xterm-256color", COLUMNS=str(COLS),
-                                               LINES=str(ROWS)))
+                                               LINES=str(ROWS), **env))
 
     def pump(self, seconds: float = 0.05) -> None:
         try:
@@ -190,5 +190,49 @@ def test_three_queued_calls_answered_y_y_y_in_a_real_terminal(tmp_path: Path) ->
         assert "Message kep" in term.text()  # no y landed in the message box
         term.child.send("\x11")  # ctrl+q
         term.child.expect(pexpect.EOF, timeout=15)
+    finally:
+        term.close()
+
+
+@pytest.mark.slow
+def test_slash_list_editor_and_a_shell_line_in_a_real_terminal(tmp_path: Path) -> None:
+    """Typed as a person would: `/` shows the command list, ctrl+x ctrl+e hands the terminal
+    to $VISUAL and takes it back with the edited message, a `!` line runs and offers its
+    output, `/quit` quits."""
+    proj = make_project(tmp_path / "proj")
+    (proj / "kep.toml").write_text("")  # kep's built-ins (execcmd) on
+    editor = tmp_path / "editor"
+    editor.write_text('#!/bin/sh\nprintf " edited" >> "$1"\n')
+    editor.chmod(0o755)
+    term = Terminal([*kep_argv(), "--model", "offline", "--project", str(proj)], proj,
+                    VISUAL=str(editor))
+    try:
+        term.wait_text("Message kep")
+        term.type("/")
+        term.wait(lambda: "/model [PROVIDER/MODEL]" in term.text(), "the list")
+        term.type("qu")
+        term.wait(lambda: "/quit  quit kep" in term.text() and "/model [" not in term.text(),
+                  "the narrowed list")
+        term.child.send("\x1b")  # Esc closes the list
+        term.idle(0.3)
+        for _ in range(3):
+            term.child.send("\x7f")  # backspace: the prompt is empty again
+        term.type("draft")
+        term.child.send("\x18")  # ctrl+x
+        term.child.send("\x05")  # ctrl+e
+        term.wait_text("draft edited")
+        term.child.send("\x15")  # ctrl+u: clear the line
+        for _ in range(len("draft edited")):
+            term.child.send("\x7f")
+        term.idle(0.3)
+        term.type("!echo shell-says-hi")
+        term.child.send("\r")
+        term.wait_text("Add output to the message")
+        assert "shell-says-hi" in term.text()
+        term.type("/quit")
+        term.child.send("\r")
+        term.child.expect(pexpect.EOF, timeout=15)
+        term.child.close()
+        assert term.child.exitstatus == 0
     finally:
         term.close()

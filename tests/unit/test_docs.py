@@ -57,7 +57,8 @@ UNBOUND = {"Enter": "PromptInput._on_key, lists", "Shift+Enter": "PromptInput._o
            "↓": "PromptInput.action_cursor_down", "Tab": "Textual focus",
            "Shift+Tab": "Textual focus", "Ctrl+C": "Textual copy", "Ctrl+Q": "Textual quit",
            "Ctrl+P": "Textual palette", "1": "starters", "9": "starters", "←": "tabs",
-           "→": "tabs", "/help": "ConversationRouting.on_prompt_input_submitted"}
+           "→": "tabs", "/help": "ui/slash/builtins.py", "!": "ui/slash/dispatch.py",
+           "Ctrl+X": "PromptInput._editor_keys", "Ctrl+E": "PromptInput._editor_keys"}
 
 SHOWN = {"escape": "Esc", "slash": "/", "enter": "Enter"}
 
@@ -101,6 +102,80 @@ def test_every_documented_key_exists() -> None:
 def test_the_key_table_says_edited_arguments_are_decided_again() -> None:
     row = next(line for line in page("keys").splitlines() if line.startswith("| `e` |"))
     assert "decided again" in row and "runs with them" not in row
+
+
+def table_rows(page_name: str, heading: str) -> list[list[str]]:
+    """The cells of the first table under `heading` in a topic page."""
+    text = page(page_name)
+    section = text[text.index(heading):]
+    rows, started = [], False
+    for line in section.splitlines():
+        if line.startswith("|"):
+            started = True
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if not set(cells[0]) <= set("-") and cells[0] not in ("Command", "Action"):
+                rows.append(cells)
+        elif started:
+            break
+    return rows
+
+
+def test_every_slash_command_is_documented_and_every_documented_one_exists() -> None:
+    from tuiapp.ui.slash.builtins import BUILTINS
+
+    rows = table_rows("keys", "## Slash commands")
+    documented = {row[0].split()[0].lstrip("/"): row[0] for row in rows}
+    assert set(documented) == set(BUILTINS)
+    for name, cell in documented.items():  # with the arguments it takes
+        assert cell == f"/{name} {BUILTINS[name].usage}".strip()
+
+
+def test_every_key_action_is_documented_and_every_binding_has_one() -> None:
+    from tuiapp.ui.keys import ACTIONS
+
+    rows = table_rows("keys", "## Your keys")
+    assert [row[0] for row in rows] == list(ACTIONS)
+    for row in rows:
+        assert re.findall(r"`([^`]+)`", row[1]) == ACTIONS[row[0]].default.split(",")
+    # Every Textual binding of kep's is one of them, by id, with that default.
+    from tuiapp.ui.widgets.approval_keys import BUTTONS, KEY_NAMES
+
+    owners = bound_owners()
+    for owner in owners:
+        for binding in owner.BINDINGS:
+            assert binding.id in ACTIONS, f"{owner.__name__} {binding.key} has no [keys] name"
+            assert ACTIONS[binding.id].default == binding.key
+    for key, _, action, _ in BUTTONS:
+        assert ACTIONS[KEY_NAMES[action]].default == key
+
+
+def bound_owners() -> list[Any]:
+    from tuiapp.ui.app import KepApp
+    from tuiapp.ui.chat_screen import ChatScreen
+    from tuiapp.ui.screens.grants_review import GrantsReview
+    from tuiapp.ui.screens.help import HelpScreen
+    from tuiapp.ui.screens.new_function import NewFunction
+    from tuiapp.ui.screens.output_viewer import OutputViewer
+    from tuiapp.ui.screens.rules import RulesScreen
+    from tuiapp.ui.screens.session_picker import SessionPicker
+    from tuiapp.ui.screens.tool_editor import ToolEditor
+    from tuiapp.ui.screens.trust import TrustScreen
+    from tuiapp.ui.widgets.approval import ApprovalPanel
+    from tuiapp.ui.widgets.functions_panel import FunctionsPanel
+    from tuiapp.ui.widgets.prompt_input import PromptInput
+    from tuiapp.ui.widgets.tool_panes import ToolPanes
+    from tuiapp.ui.widgets.variables_form import VariablesForm
+
+    return [KepApp, ChatScreen, PromptInput, FunctionsPanel, ToolPanes, ApprovalPanel,
+            OutputViewer, SessionPicker, HelpScreen, RulesScreen, ToolEditor, GrantsReview,
+            TrustScreen, NewFunction, VariablesForm, *mcp_screens()]
+
+
+def mcp_screens() -> list[Any]:
+    from tuiapp.ui.screens.elicitation import ElicitationScreen
+    from tuiapp.ui.screens.resources import ResourcesScreen, TemplateScreen
+
+    return [ElicitationScreen, ResourcesScreen, TemplateScreen]
 
 
 # ---- commands --------------------------------------------------------------------------
@@ -198,7 +273,7 @@ def test_every_config_key_is_documented_and_every_documented_one_exists(
     undocumented = {k for k in code if k not in documented}
     assert not undocumented, f"config keys not in tuiapp/docs/config.md: {undocumented}"
     unknown = {k for k in documented if k not in code and k not in tables
-               and not k.startswith("tools.timeouts.")}
+               and not k.startswith(("tools.timeouts.", "keys."))}  # (keys: action names)
     assert not unknown, f"documented config keys kep does not read: {unknown}"
 
 

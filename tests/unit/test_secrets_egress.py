@@ -246,6 +246,8 @@ WRITE_SITES = {
     "commands/sessions.py": "writes transcript.to_* output (filtered)",
     "ui/actions.py": "writes transcript.to_markdown output (filtered)",
     "ui/screenshots.py": "demo files of kep's own",
+    "ui/prompt_editor.py": "the user's own message, for the user's own editor (a 0600 temp "
+                           "file, deleted when the editor exits)",
     "ui/screens/tool_editor.py": "a tool the user wrote in the editor, into their project",
     "tools/call_output.py": "the spool: bytes from the stream filter (CallOutput.redactors)",
     "tools/cache.py": "tool listings (names, schemas) for discovery",

@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from tuiapp import __version__
-from tuiapp.mcp import peer, resources, startup
+from tuiapp.mcp import peer, prompt_info, resources, startup
 from tuiapp.mcp.peer import PeerHost, Refusing
 from tuiapp.mcp.resources import Catalog
 from tuiapp.mcp.servers import expand_headers, tool_name, unset_header_vars
@@ -348,8 +348,9 @@ class ServerConnection:
 
     async def _recatalog(self, client: Client) -> None:
         self.catalog = await resources.fetch(client, self.name)
+        info = await prompt_info.fetch(client) if self.catalog.prompts else ()  # `/NAME`
         self.state = replace(self.state, resources=tuple(r.name for r in self.catalog.resources),
-                             prompts=self.catalog.prompts)
+                             prompts=self.catalog.prompts, prompt_info=info)
 
     async def roots_changed(self) -> None:
         """The project root moved: tell the server (notifications/roots/list_changed)."""

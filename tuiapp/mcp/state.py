@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from tuiapp.mcp.prompt_info import PromptInfo
+
 ServerStatus = Literal["starting", "ready", "failed", "exited", "disabled"]
 
 
@@ -17,6 +19,7 @@ class ServerState:
     log_path: str = ""
     resources: tuple[str, ...] = ()  # resources/list: names (or URIs)
     prompts: tuple[str, ...] = ()  # prompts/list: names
+    prompt_info: tuple[PromptInfo, ...] = ()  # and their descriptions and arguments
 
     def describe(self) -> str:
         """"ready (3 tools)", "failed (why)", "exited (why)", "starting", "disabled"."""

@@ -23,6 +23,7 @@ from tuiapp.settings.config_reader import (
     deep_merge,
     glob_patterns,
     http_url,
+    mcp_log_level,
     positive_number,
     read_regular,
     read_toml,
@@ -181,7 +182,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
             prefix=sr.get("prefix", bool),
             headers=sr.str_map("headers"),
             transport=sr.get("type", str),
-            log_level=_log_level(sr),
+            log_level=mcp_log_level(sr),
         )
         if not servers[name].command and not servers[name].url:
             raise ConfigError(file, f"mcp.servers.{name}", "needs command or url")
@@ -190,6 +191,9 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
     sandbox = _sandbox(r.sub("sandbox"))
     off = ([f"{file}: [sandbox] enabled = false: tools run without the kernel walls"]
            if not sandbox.enabled else [])
+    keys = r.get("keys", (object, bool), {})  # any value: a wrong one is a warning, not an error
+    if not isinstance(keys, dict):
+        off.append(f"{file}: keys: expected a table ([keys] action = \"key\"); ignored")
     return Config(
         sandbox=sandbox,
         model=r.get("model", str),
@@ -207,6 +211,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
                             ur.get("notify_bell", bool, True),
                             ur.choice("notify_desktop", NOTIFY_DESKTOP, "auto")),
         system_prompt=r.get("system_prompt", str),
+        keys=keys if isinstance(keys, dict) else {},  # action = "key": checked by ui/keys
         project_root=project_root,
         raw=dict(data),
         warnings=tuple([*r.unknown_keys(), *off]),
@@ -309,6 +314,13 @@ def load(root: Path, user_file: Path,
     if isinstance(project_hooks, list) and isinstance(user_hooks, list) and (
             project_hooks or user_hooks):
         merged["hooks"] = [*project_hooks, *user_hooks]
+    if "keys" in project_data and project_file in files and project_file != user_file:
+        # A checkout must not move the approval keys under the user's fingers.
+        warnings.append(f"{project_file}: [keys] ignored: key bindings come from your user "
+                        "config only")
+        merged.pop("keys", None)
+        if "keys" in user_data:
+            merged["keys"] = user_data["keys"]
     if user_rules or project_rules:
         merged.setdefault("approval", {})
         merged["approval"] = dict(merged["approval"], rules=[*project_rules, *user_rules])
@@ -383,13 +395,3 @@ def read_dotenv(root: Path) -> dict[str, str | None]:
                                         f"{DOTENV_MAX_LINES:,})")
     return dict(dotenv_values(stream=io.StringIO(text)))  # the bytes checked, not a second read
 
-
-MCP_LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-
-
-def _log_level(r: Any) -> str | None:
-    """[mcp.servers.NAME] log_level: one of the eight syslog levels MCP uses."""
-    v = r.get("log_level", str)
-    if v is not None and v not in MCP_LOG_LEVELS:
-        raise r.error("log_level", f"must be one of {', '.join(MCP_LOG_LEVELS)}")
-    return v

@@ -255,6 +255,7 @@ class Config(FrozenRecord):
     pane_lines: int = 2000
     notify: NotifyConfig = field(default_factory=NotifyConfig)
     system_prompt: str | None = None
+    keys: dict[str, Any] = field(default_factory=dict)  # [keys] of the user config: action = key
     project_root: Path = field(default_factory=Path.cwd)
     files: tuple[Path, ...] = ()  # the files that were read, lowest precedence first
     warnings: tuple[str, ...] = ()  # unknown keys, one line each (the rest still applies)

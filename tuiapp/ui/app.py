@@ -67,18 +67,18 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
     TITLE = "kep"
     COMMANDS = SessionStarts.COMMANDS | {commands.McpCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "interrupt", "interrupt", show=False),
-        Binding("ctrl+r", "retry", "retry", show=False),
-        Binding("ctrl+n", "new_session", "new session", show=False),
-        Binding("ctrl+o", "open_session", "open session", show=False),
-        Binding("ctrl+t", "toggle_panes", "tool panes", show=False),
-        Binding("ctrl+f", "toggle_functions", "functions", show=False),
-        Binding("ctrl+g", "cancel_tools", "cancel tools", show=False),
-        Binding("ctrl+l", "copy_reply", "copy last reply", show=False),
-        Binding("ctrl+b", "toggle_thinking", "thinking", show=False),
-        Binding("ctrl+s", "switch_mode", "approval mode", show=False),
-        Binding("alt+r", "show_rules", "approval rules", show=False),
-        Binding("f1", "help", "help", show=False),
+        Binding("escape", "interrupt", "interrupt", show=False, id="interrupt"),
+        Binding("ctrl+r", "retry", "retry", show=False, id="retry"),
+        Binding("ctrl+n", "new_session", "new session", show=False, id="new_session"),
+        Binding("ctrl+o", "open_session", "open session", show=False, id="open_session"),
+        Binding("ctrl+t", "toggle_panes", "tool panes", show=False, id="toggle_panes"),
+        Binding("ctrl+f", "toggle_functions", "functions", show=False, id="toggle_functions"),
+        Binding("ctrl+g", "cancel_tools", "cancel tools", show=False, id="cancel_tools"),
+        Binding("ctrl+l", "copy_reply", "copy last reply", show=False, id="copy_reply"),
+        Binding("ctrl+b", "toggle_thinking", "thinking", show=False, id="toggle_thinking"),
+        Binding("ctrl+s", "switch_mode", "approval mode", show=False, id="switch_mode"),
+        Binding("alt+r", "show_rules", "approval rules", show=False, id="show_rules"),
+        Binding("f1", "help", "help", show=False, id="help"),
     ]
 
     def __init__(self, ws: Workspace, *, model: str, store: Store | None, session_id: str | None,

@@ -14,19 +14,23 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input, TextArea
 
+from tuiapp.ui import keys
 from tuiapp.ui.focus import GUARD_SECONDS, focus_name, focus_now
+from tuiapp.ui.literal import literal
 from tuiapp.ui.narrow import BREAKPOINTS
 from tuiapp.ui.widgets.prompt_input import PromptInput
 
 # The workbench's keys: (key, action of Workbench, description). Bound here, not on the
 # workbench, so they work wherever the keyboard is while it is open.
-BENCH_KEYS = (("f5", "run", "run the tool with the form's arguments"),
-              ("ctrl+enter", "run", "run (where the terminal reports it)"),
-              ("f2", "cancel", "cancel the run"), ("f4", "edit", "edit the tool's source"),
-              ("f6", "toggle_run_on_save", "run again on every save"),
-              ("f7", "send", "send the last run to the chat"),
-              ("f8", "diff", "diff the last two runs"), ("f9", "rerun", "re-run a past run"),
-              ("f3", "close", "close the workbench"))
+BENCH_KEYS = (("f5", "run", "run the tool with the form's arguments", "bench_run"),
+              ("ctrl+enter", "run", "run (where the terminal reports it)", "bench_run_alt"),
+              ("f2", "cancel", "cancel the run", "bench_cancel"),
+              ("f4", "edit", "edit the tool's source", "bench_edit"),
+              ("f6", "toggle_run_on_save", "run again on every save", "bench_run_on_save"),
+              ("f7", "send", "send the last run to the chat", "bench_send"),
+              ("f8", "diff", "diff the last two runs", "bench_diff"),
+              ("f9", "rerun", "re-run a past run", "bench_rerun"),
+              ("f3", "close", "close the workbench", "bench_close"))
 
 
 class ChatScreen(Screen[None]):
@@ -35,10 +39,17 @@ class ChatScreen(Screen[None]):
     AUTO_FOCUS = "#prompt"
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = BREAKPOINTS  # ui/narrow.py
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(key, f"bench('{action}')", description, show=False, priority=True)
-        for key, action, description in BENCH_KEYS]
+        Binding(key, f"bench('{action}')", description, show=False, priority=True, id=name)
+        for key, action, description, name in BENCH_KEYS]
 
     focused_at = 0.0  # when the keyboard last moved (time.monotonic)
+
+    def on_mount(self) -> None:
+        """The user's `[keys]` (ui/keys.py), checked once: a problem is one line each."""
+        config = getattr(getattr(self.app, "ws", None), "config", None)
+        for line in keys.apply(config.keys if config is not None else {}):
+            self.app.notify(literal(line), title="Keys", severity="warning", timeout=12)
+        self.app.set_keymap(keys.changed())
 
     def set_focus(self, widget: Widget | None, scroll_visible: bool = True,
                   from_app_focus: bool = False) -> None:
@@ -87,6 +98,23 @@ class ChatScreen(Screen[None]):
         prompt.insert(event.character)
         event.stop()
         event.prevent_default()
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        """The first "/" typed at the start of the prompt brings in the slash-command list
+        (ui/slash/menu.py): built then, not before the first frame."""
+        prompt = event.text_area
+        if (isinstance(prompt, PromptInput) and prompt.completer is None
+                and prompt.text.startswith("/") and prompt.parent is not None):
+            from tuiapp.ui.slash.menu import SlashMenu
+
+            menu = prompt.completer = SlashMenu()
+            prompt.parent.mount(menu, before=prompt)
+            self.call_after_refresh(lambda: menu.follow(prompt.text))
+
+    def on_prompt_input_edit_requested(self, message: PromptInput.EditRequested) -> None:
+        from tuiapp.ui.prompt_editor import edit_prompt
+
+        edit_prompt(self.app, self.query_one(PromptInput))
 
     def on_screen_resume(self) -> None:
         """Back from an overlay (viewer, picker, palette): the prompt has the keyboard again,

@@ -67,9 +67,13 @@ class ConversationRouting(App[int]):
         self.query_one(StatusFooter).state = state
 
     async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
-        if message.text.strip() == "/help":  # kep's own: the help screen, not a message
-            self.action_help()
-            return
+        text: str | None = message.text
+        if text.startswith(("/", "!")):  # kep's own (ui/slash): a command, a shell line
+            from tuiapp.ui.slash.dispatch import handle
+
+            text = await handle(self, text)  # type: ignore[arg-type]
+            if text is None:
+                return
         if self.busy:
             self.query_one(PromptInput).load_text(message.text)
             self.notify("kep is still answering: Esc interrupts it.", severity="warning")
@@ -77,7 +81,7 @@ class ConversationRouting(App[int]):
         for panel in self._welcome():
             await panel.dismiss()
         self.set_state("streaming")
-        self.converse(resource_attach.take(self, message.text))  # MCP resources picked
+        self.converse(resource_attach.take(self, text))  # MCP resources picked
 
     @work(exclusive=True, group="conversation", exit_on_error=False)
     async def converse(self, text: str | None) -> None:
@@ -164,4 +168,7 @@ class ConversationRouting(App[int]):
             self.show_tools()
 
     def on_tool_panes_cancel_requested(self, message: ToolPanes.CancelRequested) -> None:
-        self.chat.cancel_tools(message.call_id)
+        from tuiapp.ui.slash import shell  # (a `!` line's pane)
+
+        if not shell.cancel(message.call_id):
+            self.chat.cancel_tools(message.call_id)

@@ -51,10 +51,10 @@ class ElicitationScreen(ModalScreen[ElicitationAnswer]):
     ElicitationScreen #elicit-problem { color: $error; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "answer('cancel')", "cancel"),
-        Binding("ctrl+s", "answer('accept')", "accept"),
-        Binding("ctrl+d", "answer('decline')", "decline"),
-        Binding("o", "open_url", "open the URL", show=False),
+        Binding("escape", "answer('cancel')", "cancel", id="elicit_cancel"),
+        Binding("ctrl+s", "answer('accept')", "accept", id="elicit_accept"),
+        Binding("ctrl+d", "answer('decline')", "decline", id="elicit_decline"),
+        Binding("o", "open_url", "open the URL", show=False, id="elicit_open_url"),
     ]
 
     def __init__(self, request: ElicitationRequest) -> None:

@@ -21,7 +21,7 @@ class GrantsReview(ModalScreen[list[Grant]]):
     """Dismissed with the grants to keep as rules (an empty list: keep none)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "none", "quit, keep none"),
+        Binding("escape", "none", "quit, keep none", id="grants_none"),
     ]
     DEFAULT_CSS = """
     GrantsReview { align: center middle; }

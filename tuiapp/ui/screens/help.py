@@ -15,6 +15,7 @@ from textual.widgets import Input, Markdown, MarkdownViewer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tuiapp import docs
+from tuiapp.ui import keys
 from tuiapp.ui.focus import focus_now
 from tuiapp.ui.literal import literal, say
 
@@ -50,7 +51,8 @@ class HelpScreen(ModalScreen[None]):
     HelpScreen #help-topics { width: 28; height: 1fr; border: none; }
     HelpScreen TopicViewer { width: 1fr; height: 1fr; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "close")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "close", id="help_close")]
 
     def __init__(self, topic: str = "overview") -> None:
         super().__init__()
@@ -79,6 +81,9 @@ class HelpScreen(ModalScreen[None]):
         self.topic = topic
         viewer = self.query_one(TopicViewer)
         await viewer.document.load(page)
+        if topic == "keys" and (moved := keys.moved()):  # the page says the defaults
+            await viewer.document.mount(Static(say("Your [keys] in force: {}", moved),
+                                               id="keys-in-force"), before=0)
         if anchor:
             viewer.document.goto_anchor(anchor)
         else:

@@ -26,7 +26,8 @@ class NewFunction(ModalScreen[Path | None]):
                              background: $surface; }
     NewFunction #new-error { color: $text-error; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "cancel", id="new_function_cancel")]
 
     def __init__(self, root: Path) -> None:
         super().__init__()

@@ -79,8 +79,8 @@ class OutputViewer(ModalScreen[None]):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q", "close", "Close"),
-        Binding("r", "reload", "Reload"),
+        Binding("escape,q", "close", "Close", id="viewer_close"),
+        Binding("r", "reload", "Reload", id="viewer_reload"),
     ]
 
     def __init__(self, name: str, spool_path: str, kept_lines: list[str] | None = None,

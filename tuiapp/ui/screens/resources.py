@@ -45,8 +45,8 @@ class ResourcesScreen(ModalScreen[None]):
     ResourcesScreen OptionList { height: 1fr; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "dismiss", "close"),
-        Binding("s", "subscribe", "subscribe"),
+        Binding("escape", "dismiss", "close", id="resources_close"),
+        Binding("s", "subscribe", "subscribe", id="resources_subscribe"),
     ]
 
     def __init__(self, app: KepApp) -> None:
@@ -120,8 +120,9 @@ class TemplateScreen(ModalScreen[tuple[str, str] | None]):
         border: round $accent; background: $surface; padding: 0 1; }
     TemplateScreen Horizontal { height: auto; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "cancel"),
-                                             Binding("ctrl+s", "done", "attach")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss(None)", "cancel", id="template_cancel"),
+        Binding("ctrl+s", "done", "attach", id="template_attach")]
 
     def __init__(self, template: TemplateItem) -> None:
         super().__init__()

@@ -44,11 +44,11 @@ class RulesScreen(ModalScreen[None]):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Close"),
-        Binding("space", "toggle", "Disable / enable"),
-        Binding("d", "delete", "Delete"),
-        Binding("shift+up", "move(-1)", "Move up"),
-        Binding("shift+down", "move(1)", "Move down"),
+        Binding("escape", "close", "Close", id="rules_close"),
+        Binding("space", "toggle", "Disable / enable", id="rules_toggle"),
+        Binding("d", "delete", "Delete", id="rules_delete"),
+        Binding("shift+up", "move(-1)", "Move up", id="rules_move_up"),
+        Binding("shift+down", "move(1)", "Move down", id="rules_move_down"),
     ]
 
     def __init__(self, ws: Workspace, reload: Callable[[], None]) -> None:

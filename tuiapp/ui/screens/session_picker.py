@@ -44,10 +44,10 @@ class SessionPicker(ModalScreen[Picked | None]):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Close"),
-        Binding("ctrl+r,f2", "rename", "Rename"),
+        Binding("escape", "close", "Close", id="sessions_close"),
+        Binding("ctrl+r,f2", "rename", "Rename", id="sessions_rename"),
         # Priority: the filter box would take ctrl+d as "delete the next character".
-        Binding("ctrl+d", "delete", "Delete", priority=True),
+        Binding("ctrl+d", "delete", "Delete", priority=True, id="sessions_delete"),
     ]
 
     def __init__(self, store: Store, sessions: list[SessionInfo], current: str | None) -> None:

@@ -73,8 +73,8 @@ class ToolEditor(ModalScreen[bool]):
     ToolEditor > TextArea { height: 1fr; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+s", "save", "save", priority=True),
-        Binding("escape", "close", "close", priority=True),
+        Binding("ctrl+s", "save", "save", priority=True, id="editor_save"),
+        Binding("escape", "close", "close", priority=True, id="editor_close"),
     ]
 
     def __init__(self, path: Path) -> None:

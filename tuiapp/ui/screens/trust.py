@@ -79,7 +79,8 @@ class TrustScreen(ModalScreen[bool]):
     TrustScreen Button { margin-right: 2; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "not_now", "Not now")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "not_now", "Not now", id="trust_not_now")]
     AUTO_FOCUS = "#not-now"
 
     def __init__(self, q: trust.Question) -> None:

@@ -38,6 +38,7 @@ from tuiapp.ui.widgets.approval_keys import (
     AnswerKeys,
     KeyButton,
     KeyReader,
+    answer_key,
     fit_columns,
 )
 from tuiapp.ui.widgets.approval_queue import ReplyCalls
@@ -49,8 +50,8 @@ class ApprovalPanel(GrantChoices, AnswerKeys, Vertical, can_focus=True):
     # The answer keys are read in on_key (guard and confirmation first); these work in the
     # reason and edit modes, where a child has the keyboard.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "back", show=False),
-        Binding("ctrl+s", "run_edited", "run edited", show=False),
+        Binding("escape", "back", "back", show=False, id="approval_back"),
+        Binding("ctrl+s", "run_edited", "run edited", show=False, id="approval_run_edited"),
     ]
 
     class AnsweredAll(Message):
@@ -106,7 +107,8 @@ class ApprovalPanel(GrantChoices, AnswerKeys, Vertical, can_focus=True):
                         classes="approval-reason")
             yield Static(classes="approval-hint")
             with Vertical(classes="approval-buttons"):  # a grid: as many columns as fit
-                for key, label, action, variant in BUTTONS:
+                for _key, label, action, variant in BUTTONS:
+                    key = answer_key(action)  # the key in force ([keys])
                     yield KeyButton(Content.assemble((key, "bold"), f" {label}"),
                                     variant=variant,  # type: ignore[arg-type]
                                     compact=True, name=action, classes=f"approval-{action}")

@@ -25,6 +25,7 @@ from textual import events
 from textual.message import Message
 from textual.widgets import Button
 
+from tuiapp.ui import keys
 from tuiapp.ui.messages import PendingApproval
 from tuiapp.ui.widgets.approval_queue import ReplyCalls
 from tuiapp.vocab.messages import ToolCall
@@ -34,7 +35,21 @@ BUTTONS = (("y", "allow", "allow", "success"), ("n", "deny", "deny", "error"),
            ("s", "session", "session", "default"), ("a", "always", "always_allow", "default"),
            ("d", "never", "always_deny", "default"), ("e", "edit", "edit", "default"),
            ("Y", "all", "allow_all", "default"), ("N", "none", "deny_all", "default"))
-KEY_ACTIONS = {key: action for key, _, action, _ in BUTTONS}
+# Each answer's name in `[keys]` (ui/keys.py): its key there is the one in force.
+KEY_NAMES = {"allow": "approve", "deny": "deny", "session": "session", "always_allow": "always",
+             "always_deny": "never", "edit": "edit", "allow_all": "approve_all",
+             "deny_all": "deny_all"}
+
+
+def answer_key(action: str) -> str:
+    return keys.key(KEY_NAMES[action])
+
+
+def key_actions() -> dict[str, str]:
+    """The answer keys in force: character → action."""
+    return {answer_key(action): action for _, _, action, _ in BUTTONS}
+
+
 SINGLE = {"allow", "deny", "edit"}  # answer the call on screen, one key
 CHOOSE = {"session", "always_allow", "always_deny"}  # then a digit: what the grant covers
 CONFIRMED = {"allow_all", "deny_all"}  # then the same key again, or Enter
@@ -83,11 +98,11 @@ class KeyReader:
                 return Step("answer", action, int(char))
             if char is None:
                 return Step("cancel")  # Enter, arrows: the sequence is off, nothing typed
-            if KEY_ACTIONS.get(char) not in SINGLE:
+            if key_actions().get(char or "") not in SINGLE:
                 self.forwarding = True  # a word that began with an answer key
                 return Step("typed", text=first + char)
             # y, n or e: the user changed their mind; it answers the call on screen.
-        action = KEY_ACTIONS.get(char or "")
+        action = key_actions().get(char or "")
         if action in SINGLE:
             return Step("answer", action)
         if action is not None:
@@ -216,7 +231,7 @@ class AnswerKeys:
 
     def press(self: ApprovalPanel, action: str) -> None:
         """A button: the same sequence as its key (a click is deliberate, no guard)."""
-        key = next(k for k, a in KEY_ACTIONS.items() if a == action)
+        key = answer_key(action)
         self.keys.forwarding = False
         if action in CONFIRMED and self.confirming == action:
             self._step(self.keys.feed("enter", None))
@@ -249,7 +264,7 @@ class AnswerKeys:
             return f"{what}: press the number of what it covers (Esc: back)."
         calls = self.batch_calls(action)
         names = ", ".join(dict.fromkeys(c.name for c in calls))
-        key, verb = ("Y", "allow") if action == "allow_all" else ("N", "deny")
+        key, verb = answer_key(action), ("allow" if action == "allow_all" else "deny")
         if req is None:
             return ""
         return (f"Press {key} again (or Enter) to {verb} {len(calls)} "

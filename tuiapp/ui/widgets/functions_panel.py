@@ -88,9 +88,10 @@ class FunctionsPanel(Widget):
     }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "filter", "filter", show=False),
-        Binding("c", "app.check_tools", "check", show=False),
-        Binding("r", "screen.mcp_resources", "MCP resources", show=False),
+        Binding("slash", "filter", "filter", show=False, id="functions_filter"),
+        Binding("c", "app.check_tools", "check", show=False, id="functions_check"),
+        Binding("r", "screen.mcp_resources", "MCP resources", show=False,
+                id="functions_resources"),
     ]
 
     class ToolChosen(Message):

@@ -9,14 +9,26 @@ as the newest entry and comes back after the last Down. Esc posts Interrupt.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import TextArea
 
+from tuiapp.ui import keys
+
 HISTORY_LIMIT = 500
+
+
+class Completer(Protocol):
+    """A list that follows what is typed (the slash-command list, ui/slash/menu.py, which
+    the chat screen attaches on the first "/"): it may take keys while it is open."""
+
+    @property
+    def is_open(self) -> bool: ...
+    def follow(self, text: str) -> None: ...
+    def take_key(self, key: str, prompt: PromptInput) -> bool: ...
 
 
 class PromptHistory:
@@ -35,6 +47,10 @@ class PromptHistory:
             self.entries.append(text)
             del self.entries[:-HISTORY_LIMIT]
         self._index = None
+
+    @property
+    def browsing(self) -> bool:
+        return self._index is not None
 
     def older(self, current: str) -> str | None:
         if not self.entries:
@@ -60,12 +76,15 @@ class PromptInput(TextArea):
     """Where the user types. Posts Submitted on Enter; the app decides what to do with it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "interrupt", "interrupt", show=False),
+        Binding("escape", "interrupt", "interrupt", show=False, id="interrupt"),
     ]
 
     class Interrupt(Message):
         """Esc in the prompt: the app interrupts the reply (or running tools), or, when idle,
         puts away what is shown above the prompt (first-run panel, starters)."""
+
+    class EditRequested(Message):
+        """The external-editor keys (`ctrl+x ctrl+e`): the screen opens $VISUAL / $EDITOR."""
 
     class Submitted(Message):
         def __init__(self, text: str) -> None:
@@ -81,9 +100,22 @@ class PromptInput(TextArea):
             **kwargs,  # type: ignore[arg-type]
         )
         self.prompt_history = PromptHistory(history)
+        self.completer: Completer | None = None
+        self._chord: str | None = None  # the first key of the external-editor sequence
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        if event.text_area is self and self.completer is not None:
+            # A recalled "/command" opens no list: ↑ and ↓ keep walking the history.
+            self.completer.follow("" if self.prompt_history.browsing else self.text)
 
     async def _on_key(self, event: events.Key) -> None:
         # Runs before TextArea's own handler (which would insert "\n" for Enter).
+        menu = self.completer
+        if await self._editor_keys(event.key) or (
+                menu is not None and menu.is_open and menu.take_key(event.key, self)):
+            event.stop()
+            event.prevent_default()
+            return
         if event.key == "enter":
             event.stop()
             event.prevent_default()
@@ -92,6 +124,26 @@ class PromptInput(TextArea):
             event.stop()
             event.prevent_default()
             self.insert("\n")
+
+    async def _editor_keys(self, key: str) -> bool:
+        """The external-editor sequence ([keys] external_editor); a first key followed by
+        something else does what it does alone (ctrl+x: cut) and the second key goes on."""
+        sequence = keys.key("external_editor").split(" ")
+        if self._chord is not None:
+            first, self._chord = self._chord, None
+            if key == sequence[-1]:
+                self.post_message(self.EditRequested())
+                return True
+            for binding in self._bindings.key_to_bindings.get(first, [])[:1]:
+                await self.run_action(binding.action)
+            return False
+        if key == sequence[0]:
+            if len(sequence) == 1:
+                self.post_message(self.EditRequested())
+            else:
+                self._chord = key
+            return True
+        return False
 
     def action_interrupt(self) -> None:
         self.post_message(self.Interrupt())

@@ -8,6 +8,7 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from tuiapp.ui import keys
 from tuiapp.vocab.events import ContextUsed, Usage
 
 # (key shown, label, action) per state. The full list is in the README and under ctrl+p → Keys.
@@ -27,6 +28,22 @@ KEYS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "error": (("ctrl+r", "retry", "app.retry"), ("enter", "send", ""),
               ("ctrl+p", "commands", "app.command_palette")),
 }
+_APPROVAL = {"y": "{approve}", "n": "{deny}", "s/a + digit": "{session}/{always} + digit",
+             "e": "{edit}", "Y Y/N N": "{approve_all} {approve_all}/{deny_all} {deny_all}",
+             "esc": "{approval_back}"}
+
+
+def in_force(key: str, action: str) -> str:
+    """The key as the user's `[keys]` has it (ui/keys.py), for a hint written with the
+    default."""
+    name = action.removeprefix("app.")
+    if name in keys.ACTIONS:
+        return keys.shown(keys.key(name))
+    if key in _APPROVAL:
+        return _APPROVAL[key].format(**{n: keys.shown(keys.key(n)) for n in keys.ACTIONS})
+    return key
+
+
 # Who gets the next key, in a narrow footer (the keys matter as much).
 SHORT_NAMES = {"message box": "prompt", "functions filter": "filter", "tool panes": "panes"}
 COMPACT_BELOW = 100  # columns (as the app's narrow layout)
@@ -97,6 +114,7 @@ class StatusFooter(Widget):
         if state == "approval" and self.keyboard != "approval":
             state = "approval-away"
         for key, label, action in KEYS.get(state, KEYS["idle"]):
+            key = in_force(key, action)
             if compact:
                 key = key.replace("ctrl+", "^")
             text = Content.assemble((key, "bold $footer-key-foreground"), " ", label,

@@ -174,8 +174,8 @@ class ToolPanes(Widget):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("c", "cancel", "Cancel tool"),
-        Binding("o", "open_output", "Full output"),
+        Binding("c", "cancel", "Cancel tool", id="pane_cancel"),
+        Binding("o", "open_output", "Full output", id="pane_open_output"),
     ]
 
     class CancelRequested(Message):

@@ -59,7 +59,8 @@ class VariablesForm(ModalScreen[dict[str, str] | None]):
         margin-left: 2;
     }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "cancel", show=False, id="form_cancel")]
 
     def __init__(self, title: str, fields: Sequence[VariableField]) -> None:
         super().__init__()
