@@ -168,7 +168,14 @@ def bound_owners() -> list[Any]:
 
     return [KepApp, ChatScreen, PromptInput, FunctionsPanel, ToolPanes, ApprovalPanel,
             OutputViewer, SessionPicker, HelpScreen, RulesScreen, ToolEditor, GrantsReview,
-            TrustScreen, NewFunction, VariablesForm]
+            TrustScreen, NewFunction, VariablesForm, *mcp_screens()]
+
+
+def mcp_screens() -> list[Any]:
+    from tuiapp.ui.screens.elicitation import ElicitationScreen
+    from tuiapp.ui.screens.resources import ResourcesScreen, TemplateScreen
+
+    return [ElicitationScreen, ResourcesScreen, TemplateScreen]
 
 
 # ---- commands --------------------------------------------------------------------------
@@ -310,8 +317,8 @@ def test_every_palette_entry_is_documented_and_every_documented_one_exists() -> 
     documented = documented_palette()
     assert not real - documented, f"palette entries not documented: {real - documented}"
     textual = {"Keys", "Screenshot", "Quit", "Keys, Screenshot, Quit"}
-    dynamic = {"MCP: restart NAME", "MCP: log in NAME", "Trust this folder", "Prompt: NAME",
-               "Agent: NAME", "Prompt: NAME / Agent: NAME",
+    dynamic = {"MCP: restart NAME", "MCP: log in NAME", "MCP: resources", "Trust this folder",
+               "Prompt: NAME", "Agent: NAME", "Prompt: NAME / Agent: NAME",
                "Toggle tool panes / Toggle functions panel"}
     extra = {d for d in documented - real - textual - dynamic if d}
     assert not extra, f"documented palette entries that do not exist: {extra}"

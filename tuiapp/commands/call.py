@@ -77,6 +77,11 @@ async def _call(cfg: Any, name: str, arguments: list[str], *, as_json: bool) -> 
 
     ws = Workspace(cfg)
     ws.start_mcp()
+    if ws.mcp is not None:  # no model here: sampling is denied, elicitation declined, said
+        from tuiapp.mcp.peer import Refusing
+
+        ws.mcp.host = Refusing(lambda text, level: print(f"kep: {printable(text)}",
+                                                         file=sys.stderr))
     try:
         return await _call_in(ws, name, arguments, as_json=as_json)
     finally:

@@ -284,6 +284,10 @@ def main(args: argparse.Namespace) -> int:
         runner = ws.runner(session_id)
         await asyncio.gather(ws.registry.refresh(), _settle_mcp(ws, text or "", emit))
         conv = ws.conversation(provider, runner, approver, emit, history)
+        if ws.mcp is not None:  # sampling asks like a tool call; elicitation is declined
+            from tuiapp.project.mcp_host import for_conversation
+
+            ws.mcp.host = for_conversation(conv, approver, emit)
         try:
             await ws.session_started(emit)
             stop = "end_turn"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import warnings
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
@@ -20,8 +21,10 @@ import anyio
 from mcp import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from tuiapp.mcp import stdio_transport
+from tuiapp.mcp import resources, stdio_transport
 from tuiapp.mcp.connection import ServerConnection, ServerState, one_line, source_key
+from tuiapp.mcp.peer import PeerHost, Refusing
+from tuiapp.mcp.resources import Catalog, ResourceText
 from tuiapp.mcp.results import result_parts
 from tuiapp.mcp.servers import MCP_JSON, McpJsonError, configured_servers
 from tuiapp.security import secrets
@@ -37,6 +40,10 @@ __all__ = ["McpFormat", "McpManager", "ServerState", "source_key"]
 
 ToolSink = Callable[[str, list[ToolSpec | BrokenTool]], object]
 StateListener = Callable[[ServerState], None]
+
+
+class McpRequestError(Exception):
+    """A resources/read or subscribe that failed; its text is one line for the user."""
 
 
 class ExternalSink(Protocol):
@@ -56,6 +63,9 @@ class McpManager:
         # Servers left working on a call kep gave up on (timed out, cancelled): busy, so at
         # the end they are killed at once rather than asked politely (about 4 s).
         self._abandoned: set[str] = set()
+        # Who answers the servers' sampling and elicitation requests and sees their notices
+        # (the project layer sets it; until then they are refused and declined).
+        self.host: PeerHost = Refusing()
 
     @classmethod
     def for_registry(cls, config: Config, registry: ExternalSink, *,
@@ -82,7 +92,11 @@ class McpManager:
     def reconfigure(self, config: Config) -> None:
         """kep.toml or mcp.json changed: restart changed servers, stop removed ones, start new."""
         renamed = config.mcp_prefix != self.config.mcp_prefix  # every tool name changes
+        moved = config.project_root != self.config.project_root
         self.config = config
+        if moved:  # roots/list now answers the new root: say so to every live server
+            for server in self._servers.values():
+                asyncio.get_running_loop().create_task(server.roots_changed())
         wanted = self._read_servers()
         for name in list(self._servers):
             if name not in wanted:
@@ -153,6 +167,41 @@ class McpManager:
             out[self._problem.name] = self._problem
         return out
 
+    def catalogs(self) -> dict[str, Catalog]:
+        """Each ready server's resources, templates and prompts."""
+        return {n: s.catalog for n, s in self._servers.items()
+                if s.client is not None and s.state.status == "ready"}
+
+    async def read_resource(self, server: str, uri: str) -> ResourceText:
+        """resources/read on `server`, capped; raises McpRequestError with one line."""
+        return await self._request(server, lambda c: resources.read(c, uri))
+
+    async def subscribe(self, server: str, uri: str) -> None:
+        """resources/subscribe: its later updates reach host.resource_updated."""
+        async def sub(client: Any) -> None:
+            with warnings.catch_warnings():  # deprecated in 2026-07-28; what servers speak today
+                warnings.simplefilter("ignore")
+                await client.subscribe_resource(uri)
+
+        await self._request(server, sub)
+
+    async def _request(self, name: str, work: Callable[[Any], Any]) -> Any:
+        server = self._servers.get(name)
+        client = server.client if server else None
+        if server is None or client is None:
+            raise McpRequestError(f"MCP server {name} is "
+                                  f"{server.state.describe() if server else 'not configured'}")
+        try:
+            async with asyncio.timeout(self.config.tools.timeout):
+                return await work(client)
+        except TimeoutError:
+            raise McpRequestError(f"MCP server {name} did not answer within "
+                                  f"{self.config.tools.timeout:g}s") from None
+        except MCPError as e:
+            raise McpRequestError(f"MCP server {name}: {e.error.message}") from None
+        except (OSError, ValueError, anyio.BrokenResourceError, anyio.ClosedResourceError) as e:
+            raise McpRequestError(f"MCP server {name}: {one_line(e)}") from None
+
     def tools(self) -> list[ToolSpec]:
         return [spec for s in self._servers.values() for spec in s.specs.values()]
 
@@ -218,7 +267,7 @@ class McpManager:
 
     def _add(self, cfg: McpServerConfig) -> None:
         server = ServerConnection(cfg, lambda: self.config, partial(self._publish, cfg.name),
-                                  self._state_changed)
+                                  self._state_changed, lambda: self.host)
         self._servers[cfg.name] = server
         if cfg.enabled:
             server.start()

@@ -12,13 +12,12 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import anyio
 import mcp.types as types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.sse import sse_client
@@ -26,10 +25,13 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from tuiapp import __version__
-from tuiapp.mcp import inventory, oauth, prompt_info, startup, tool_meta
+from tuiapp.mcp import oauth, peer, prompt_info, resources, startup, tool_meta
+from tuiapp.mcp.peer import PeerHost, Refusing
+from tuiapp.mcp.resources import Catalog
 from tuiapp.mcp.servers import expand_headers, tool_name, unset_header_vars
 from tuiapp.mcp.state import ServerState, ServerStatus
 from tuiapp.mcp.stdio_transport import stdio_transport
+from tuiapp.mcp.watched import watched
 from tuiapp.security import secrets
 from tuiapp.security.logfile import LogFile
 from tuiapp.settings import paths
@@ -38,6 +40,7 @@ from tuiapp.tools.schema import schema_error
 from tuiapp.vocab.tool_specs import BrokenTool, ToolSpec
 
 Publish = Callable[[list[ToolSpec | BrokenTool]], None]
+DEBOUNCE = 0.25  # seconds a list_changed waits for more before kep relists
 MAX_LIST_PAGES = 50  # a server whose tools/list never stops paginating cannot hang kep
 
 
@@ -55,8 +58,11 @@ class ServerConnection:
     """One server: its connection task, its state and its current tools."""
 
     def __init__(self, cfg: McpServerConfig, config: Callable[[], Config], publish: Publish,
-                 on_state: Callable[[ServerState], None]) -> None:
+                 on_state: Callable[[ServerState], None],
+                 host: Callable[[], PeerHost] | None = None) -> None:
         self.cfg = cfg
+        self._host = host or (lambda: Refusing())
+        self.catalog = Catalog()  # resources, templates and prompts, as last listed
         self._config, self._publish, self._on_state = config, publish, on_state
         self.log = log_path(cfg.name)
         self.state = ServerState(cfg.name, "starting", log_path=str(self.log))
@@ -152,17 +158,24 @@ class ServerConnection:
 
     async def _connect_and_serve(self, run: _Run, log: LogFile) -> None:
         async def on_message(message: Any) -> None:
-            # Called inline by the SDK's read loop: never make a request from here.
+            # Called inline by the SDK's read loop: never make a request from here (the
+            # connection task relists; a flood of these only sets a flag).
             if isinstance(message, types.ToolListChangedNotification):
                 run.poke(relist=True)
+            elif isinstance(message, (types.ResourceListChangedNotification,
+                                      types.PromptListChangedNotification)):
+                run.poke(recatalog=True)
+            elif isinstance(message, types.ResourceUpdatedNotification):
+                self._host().resource_updated(self.name, str(message.params.uri))
 
         client = Client(
-            _watched(self._transport(log), lambda: run.poke(ended=True)),
+            watched(self._transport(log), lambda: run.poke(ended=True)),
             mode="legacy",  # the handshake every deployed server speaks
             cache=None,  # list_changed must always refetch
             read_timeout_seconds=self.cfg.startup_timeout,
             message_handler=on_message,
-            logging_callback=self._logger(log),
+            **peer.callbacks(self.name, self._host, lambda: self._config().project_root,
+                             self._log_line(log)),
             client_info=types.Implementation(name="kep", version=__version__),
         )
         async with client:
@@ -172,15 +185,19 @@ class ServerConnection:
                 self._failed(e)
                 return
             run.client = client
-            res, prompts = await inventory.fetch(client)
-            info = await prompt_info.fetch(client) if prompts else ()  # (for `/NAME` commands)
-            self.state = replace(self.state, resources=res, prompts=prompts, prompt_info=info)
+            await peer.set_log_level(client, self.name, self.cfg.log_level, self._host())
+            await self._recatalog(client)
             self.set_state("ready")
             while True:
                 await run.wake.wait()
                 run.wake.clear()
                 if run.stopping or run.ended:
                     break
+                if run.recatalog:
+                    await asyncio.sleep(DEBOUNCE)  # a burst of list_changed: one relist
+                    run.recatalog = False
+                    await self._recatalog(client)
+                    self.set_state("ready")
                 if run.relist:
                     run.relist = False
                     with contextlib.suppress(Exception):  # keep the old list; the log says why
@@ -315,15 +332,30 @@ class ServerConnection:
             return f"command not found: {self.cfg.command}"
         return one_line(error).removeprefix("MCPError: ")  # the server's words, or kep's
 
-    def _logger(self, log: LogFile) -> Callable[[types.LoggingMessageNotificationParams], Any]:
-        """notifications/message from the server go to its log file, like its stderr."""
+    def _log_line(self, log: LogFile) -> Callable[[str], None]:
+        """notifications/message from the server go to its log file (0600, filtered,
+        capped), like its stderr; peer.py also shows warnings and worse as notices."""
 
-        async def write(params: types.LoggingMessageNotificationParams) -> None:
+        def write(line: str) -> None:
             with contextlib.suppress(ValueError, OSError):  # the log closes when it stops
-                log.write(f"# kep: server log {params.level}: {params.data}\n")
+                log.write(line)
                 log.flush()
 
         return write
+
+    async def _recatalog(self, client: Client) -> None:
+        self.catalog = await resources.fetch(client, self.name)
+        info = await prompt_info.fetch(client) if self.catalog.prompts else ()  # `/NAME`
+        self.state = replace(self.state, resources=tuple(r.name for r in self.catalog.resources),
+                             prompts=self.catalog.prompts, prompt_info=info)
+
+    async def roots_changed(self) -> None:
+        """The project root moved: tell the server (notifications/roots/list_changed)."""
+        client = self.client
+        if client is not None:
+            with contextlib.suppress(Exception), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # deprecated in 2026-07-28; servers speak it
+                await client.send_roots_list_changed()
 
 
 @dataclass
@@ -335,6 +367,7 @@ class _Run:
     stopping: bool = False
     ended: bool = False  # the server's stream ended: the process exited
     relist: bool = False
+    recatalog: bool = False  # resources or prompts changed
     client: Client | None = None
     task: asyncio.Task[None] | None = None
 
@@ -342,47 +375,6 @@ class _Run:
         for name, value in flags.items():
             setattr(self, name, value)
         self.wake.set()
-
-
-@asynccontextmanager
-async def _watched(transport: Any, on_end: Callable[[], None]) -> AsyncIterator[Any]:
-    """The transport, with a read stream that reports its end (the server process exited)."""
-    async with transport as (read, write):
-        yield _EndWatch(read, on_end), write
-
-
-class _EndWatch:
-    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
-        self._inner, self._on_end = inner, on_end
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> Any:
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._on_end()
-            raise
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def __aiter__(self) -> _EndWatch:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _EndWatch:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 def _leaf(error: BaseException) -> BaseException:

@@ -23,6 +23,7 @@ from tuiapp.settings.config_reader import (
     deep_merge,
     glob_patterns,
     http_url,
+    mcp_log_level,
     positive_number,
     read_regular,
     read_toml,
@@ -181,6 +182,7 @@ def parse(data: Mapping[str, Any], file: Path | str, project_root: Path) -> Conf
             prefix=sr.get("prefix", bool),
             headers=sr.str_map("headers"),
             transport=sr.get("type", str),
+            log_level=mcp_log_level(sr),
         )
         if not servers[name].command and not servers[name].url:
             raise ConfigError(file, f"mcp.servers.{name}", "needs command or url")
@@ -392,3 +394,4 @@ def read_dotenv(root: Path) -> dict[str, str | None]:
         raise ConfigError(env_file, "", f"too many lines ({lines:,}; at most "
                                         f"{DOTENV_MAX_LINES:,})")
     return dict(dotenv_values(stream=io.StringIO(text)))  # the bytes checked, not a second read
+

@@ -187,3 +187,13 @@ def glob_patterns(r: TableReader, key: str) -> tuple[str, ...]:
         raise r.error(key, 'expected an array of glob patterns, e.g. ["git_*"]')
     return tuple(v)
 
+
+MCP_LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+def mcp_log_level(r: TableReader) -> str | None:
+    """[mcp.servers.NAME] log_level: one of the eight syslog levels MCP uses."""
+    v = r.get("log_level", str)
+    if v is not None and v not in MCP_LOG_LEVELS:
+        raise r.error("log_level", f"must be one of {', '.join(MCP_LOG_LEVELS)}")
+    return v

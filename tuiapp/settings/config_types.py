@@ -213,6 +213,7 @@ class McpServerConfig(FrozenRecord):
     prefix: bool | None = None
     headers: dict[str, str] = field(default_factory=dict)  # url servers; ${VAR} expanded
     transport: str | None = None  # url servers: "http" (streamable, default) or "sse"
+    log_level: str | None = None  # logging/setLevel sent once connected (debug … emergency)
 
 
 @dataclass(frozen=True, eq=False, repr=False)

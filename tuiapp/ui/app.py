@@ -26,7 +26,7 @@ from tuiapp.conversation.store import Store
 from tuiapp.project.workspace import Workspace
 from tuiapp.providers.base import Provider
 from tuiapp.security.display import printable, printable_line
-from tuiapp.ui import commands
+from tuiapp.ui import commands, mcp_requests
 from tuiapp.ui.actions import SessionActions
 from tuiapp.ui.approval_routing import ApprovalRouting
 from tuiapp.ui.bridge import ApprovalBroker, EventBridge
@@ -241,7 +241,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
     @work(exclusive=True, group="registry", exit_on_error=False)
     async def refresh_tools(self, first: bool = False) -> None:
         if first:  # MCP servers start beside the listing; their tools arrive as events
-            self.ws.start_mcp(emit=self._sink, on_state=self._mcp_state)
+            mcp_requests.start(self, self._sink, self._mcp_state)  # also answers their asks
             self.run_worker(self.ws.session_started(self._sink), group="session-hooks",
                             exit_on_error=False)
             from tuiapp.security import shell_split

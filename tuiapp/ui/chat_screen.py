@@ -71,6 +71,12 @@ class ChatScreen(Screen[None]):
             raise SkipAction()  # no workbench: the key means what it means elsewhere
         getattr(bench.first(), f"action_{action}")()
 
+    def action_mcp_resources(self) -> None:
+        """`r` in the functions panel: the MCP servers' resources, to attach or subscribe to."""
+        from tuiapp.ui.screens.resources import open_screen
+
+        open_screen(self.app)  # type: ignore[arg-type]
+
     def on_key(self, event: events.Key) -> None:
         """A printable key that nothing focused can use goes to the prompt: typing is never
         lost on a pane, the transcript or a button. A widget's own letter keys (a pane's c)

@@ -93,15 +93,18 @@ class McpCommands(Provider):
         if app.ws.mcp is None:
             return []
         from tuiapp.ui.mcp_login import log_in, needs_login
+        from tuiapp.ui.screens.resources import open_screen
 
         states = sorted(app.ws.mcp.states().items())
-        return [(f"MCP: restart {name}", state.describe(),
-                 partial(app.restart_mcp_server, name))
-                for name, state in states
-                if name in app.ws.config.mcp_servers or state.log_path] + [  # a real server
-            (f"MCP: log in {name}", "an OAuth login in your browser",
-             partial(app.run_worker, partial(log_in, app, name), exclusive=False))
-            for name, state in states if needs_login(state.reason)]
+        resources = [("MCP: resources", "attach a server's resource to the next message, "
+                      "or subscribe to it", partial(open_screen, app))]
+        return [*resources, *((f"MCP: restart {name}", state.describe(),
+                               partial(app.restart_mcp_server, name))
+                              for name, state in states
+                              if name in app.ws.config.mcp_servers or state.log_path),
+                *((f"MCP: log in {name}", "an OAuth login in your browser",
+                   partial(app.run_worker, partial(log_in, app, name), exclusive=False))
+                  for name, state in states if needs_login(state.reason))]
 
     async def discover(self) -> Hits:
         for title, help_text, action in self._entries():

@@ -12,6 +12,7 @@ from textual import work
 from textual.app import App
 from textual.worker import Worker, WorkerState
 
+from tuiapp.ui import resource_attach
 from tuiapp.ui.focus import focus_now
 from tuiapp.ui.literal import say
 from tuiapp.ui.mention_complete import MentionCompletion
@@ -82,7 +83,7 @@ class ConversationRouting(MentionCompletion, App[int]):
         for panel in self._welcome():
             await panel.dismiss()
         self.set_state("streaming")
-        self.converse(text)
+        self.converse(resource_attach.take(self, text))  # MCP resources picked
 
     @work(exclusive=True, group="conversation", exit_on_error=False)
     async def converse(self, text: str | None) -> None:

@@ -1,8 +1,9 @@
 """The one place kep starts a process. Every child (tool calls, listers, the fork server, MCP
 stdio servers, `.prompt` `.cmd` calls, workbench runs) is started here, wrapped by the sandbox
-mechanism with its resolved profile. Two children are started unconfined, on purpose and by
-name: kep's own watchdog (it must see and kill what kep started) and the user's editor (the
-user's own action on a tool's source). tests/unit/test_one_spawner.py fails if any other
+mechanism with its resolved profile. Three children are started unconfined, on purpose and by
+name: kep's own watchdog (it must see and kill what kep started), the user's editor (the
+user's own action on a tool's source) and the browser (the user's own key on a URL an MCP
+server asked them to visit). tests/unit/test_one_spawner.py fails if any other
 module starts a process.
 """
 
@@ -28,7 +29,7 @@ from tuiapp.security.sandbox.none import NoSandbox
 from tuiapp.settings.config_types import Config, SandboxConfig
 
 Kind = Literal["tool", "lister", "forkserver", "mcp", "helper"]
-Unconfined = Literal["watchdog", "editor"]
+Unconfined = Literal["watchdog", "editor", "browser"]
 
 
 class SandboxRequired(OSError):

@@ -90,6 +90,8 @@ class FunctionsPanel(Widget):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "filter", show=False, id="functions_filter"),
         Binding("c", "app.check_tools", "check", show=False, id="functions_check"),
+        Binding("r", "screen.mcp_resources", "MCP resources", show=False,
+                id="functions_resources"),
     ]
 
     class ToolChosen(Message):

@@ -70,7 +70,10 @@ class SchemaForm(Widget):
         for i, (name, schema) in enumerate(self.properties.items()):
             kind = _type(schema)
             mark = " *" if name in self.required else ""
-            label = say("{}{}  ({}{})", name, mark, kind, _bounds(schema))
+            title = schema.get("title")  # an MCP elicitation's field title, when it has one
+            label = (say("{} · {}{}  ({}{})", title, name, mark, kind, _bounds(schema))
+                     if isinstance(title, str) and title.strip()
+                     else say("{}{}  ({}{})", name, mark, kind, _bounds(schema)))
             yield Label(label, classes="-required" if mark else "")
             desc = str(schema.get("description", "")).strip()
             if desc:
