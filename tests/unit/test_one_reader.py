@@ -48,7 +48,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tuiapp/commands/help.py", "main"): "kep's own documentation, shipped in the package",
     ("tuiapp/docs/__init__.py", "search"): "kep's own documentation, shipped in the package",
     ("tuiapp/docs/__init__.py", "title"): "kep's own documentation, shipped in the package",
-    ("tuiapp/security/sandbox/spawn.py", "_precheck"): "the first 256 bytes of a program "
+    ("tuiapp/security/sandbox/exec_check.py", "programs"): "the first 256 bytes of a program "
                                                        "about to start: names a missing "
                                                        "interpreter",
     ("tuiapp/security/approval_flow.py", "_fingerprint"): "hashes a tool file through an fd "

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from tuiapp.security.sandbox import exec_check, walls
 from tuiapp.security.sandbox import profile as profiles
-from tuiapp.security.sandbox import walls
 from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
 from tuiapp.security.sandbox.bubblewrap import Bubblewrap
 from tuiapp.security.sandbox.none import NoSandbox
@@ -275,7 +275,7 @@ def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, st
         if _state.settings.required:
             raise SandboxRequired(f"sandbox required but unavailable: {mech.missing()}")
         return Wrapped(list(argv), dict(env) if env is not None else None)
-    programs = _precheck(argv, env, cwd)
+    programs = exec_check.programs(argv, env, cwd)
     prof = profile_for(cwd, tool=tool, server=server, call_files=call_files)
     # Programs on the child's PATH stay runnable: a PATH folder under /tmp (which the private
     # /tmp would hide) is shown read-only, as tool folders outside the root are.
@@ -314,45 +314,6 @@ def walls_to_widen(text: str, *, cwd: Path | str | None, tool: str) -> list[Path
     if not active() or not text or walls.asker is None:
         return []
     return walls.widenable(text, profile_for(cwd, tool=tool), Path(cwd) if cwd else None)
-
-
-def _precheck(argv: Sequence[str], env: Mapping[str, str] | None,
-              cwd: Path | str | None) -> list[Path]:
-    """Raise what exec would for a command that cannot start (ENOENT, EACCES, ENOEXEC): inside
-    the walls it would fail in the mechanism's own exec, as a run that printed an error.
-    Returns the program and its `#!` interpreter, which the child must be able to see."""
-    import errno
-    import shutil
-
-    if cwd is not None and not os.path.isdir(cwd):
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(cwd))
-    if not argv:
-        raise FileNotFoundError(errno.ENOENT, "no command")
-    name = argv[0]
-    if "/" in name:
-        path = name if os.path.isabs(name) or cwd is None else os.path.join(cwd, name)
-    else:
-        found = shutil.which(name, path=(env or os.environ).get("PATH", os.defpath))
-        if found is None:
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
-        path = found
-    if not os.path.exists(path):
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
-    if os.path.isdir(path) or not os.access(path, os.X_OK):
-        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name)
-    try:
-        with open(path, "rb") as f:
-            head = f.read(256)
-    except OSError as e:
-        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name) from e
-    if head.startswith(b"\x7fELF"):
-        return [Path(path)]
-    if not head.startswith(b"#!"):
-        raise OSError(errno.ENOEXEC, os.strerror(errno.ENOEXEC), name)
-    interp = head[2:].split(b"\n", 1)[0].strip().split()
-    if not interp or not os.path.exists(interp[0]):
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
-    return [Path(path), Path(os.fsdecode(interp[0]))]
 
 
 # ---- the starters: each wraps, then starts ---------------------------------------------------
