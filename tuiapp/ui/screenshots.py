@@ -10,6 +10,10 @@ from the environment first: no secret can reach a screenshot. Scenes:
   approval.svg           a pending tool call waiting for y / n / a / d / e
   tool-pane.svg          the tool's output streaming into its side pane
   workbench.svg          the workbench: a tool's form, a run's output, earlier runs
+  diff-approval.svg      an editfile call waiting, with the diff it would write
+  rules.svg              the rules screen: every rule, its file and what it decided
+  sandbox-denial.svg     a tool stopped by the sandbox, and the offer to widen the wall
+                         (only where the sandbox runs; said on stderr otherwise)
   theme-<name>.svg       the finished exchange in each bundled theme
 """
 
@@ -67,6 +71,44 @@ Plan Saturday's hike route
 """
 
 
+# A demo tool that writes outside the project: the sandbox stops it (a read-only folder).
+BACKUP = '''#!/usr/bin/env python3
+"""A demo tool: copy a file into the system's backup folder."""
+import json, shutil, sys
+if sys.argv[1:] == ["--list-functions"]:
+    print(json.dumps([{"name": "backup", "description": "Copy a file to /var/backups",
+        "parameters": {"type": "object", "required": ["file"],
+                       "properties": {"file": {"type": "string", "description": "a file"}}}}]))
+    sys.exit(0)
+name = json.load(sys.stdin)["file"]
+try:
+    shutil.copy(name, "/var/backups/" + name)
+except OSError as e:
+    sys.exit(f"backup: {e}")
+print("copied")
+'''
+
+RULES = """\
+[[approval.rules]]              # the demo's backup tool runs unasked
+tool = "backup"
+action = "allow"
+
+[[approval.rules]]              # never delete recursively, however the flags are written
+tool = "execcmd"
+args = '\\brm\\s+([^\\s;&|]+\\s+)*(-[a-zA-Z]*[rR]|--recursive)'
+action = "deny"
+deny_message = "recursive deletes are not allowed here"
+
+[[approval.rules]]
+tool = "writefile|editfile"
+action = "ask"
+"""
+
+EDIT = ('editfile {"filename": "notes.txt", "edits": ['
+        '{"search": "oat milk", "replace": "soy milk"}, '
+        '{"search": "Book the dentist for March", "replace": "Book the dentist for April"}]}')
+
+
 def scrub_environment(home: Path) -> None:
     """No keys, no base URLs, and kep dirs of our own."""
     for name in list(os.environ):
@@ -81,7 +123,7 @@ def scrub_environment(home: Path) -> None:
 def make_demo_project(root: Path) -> Path:
     functions = root / "prompts" / "functions"
     functions.mkdir(parents=True)
-    for name, text in (("shout", SHOUT), ("weather", BROKEN)):
+    for name, text in (("shout", SHOUT), ("weather", BROKEN), ("backup", BACKUP)):
         (functions / name).write_text(text)
         (functions / name).chmod(0o755)
     (root / "notes.txt").write_text(NOTES)
@@ -178,7 +220,53 @@ async def take_all(project: Path, out: Path) -> list[Path]:
             app.theme = theme
             await pilot.pause(0.3)
             shot(app, f"theme-{theme}")
+        app.theme = "dark" if "dark" in themes else app.theme
+
+    await _more_scenes(project, shot)
     return written
+
+
+async def _more_scenes(project: Path, shot: Callable[[object, str], None]) -> None:
+    """The diff of an edit waiting for an answer, the rules screen, a sandbox wall."""
+    from tuiapp.project import config as project_config
+    from tuiapp.project.workspace import Workspace
+    from tuiapp.security import trust
+    from tuiapp.security.sandbox import spawn
+    from tuiapp.ui.app import make_app
+    from tuiapp.ui.widgets.prompt_input import PromptInput
+
+    (project / "kep.toml").write_text(RULES)  # only now: the welcome shows no config file
+    trust.trust(project)  # trusted again, with its rules
+    ws = Workspace(project_config.load(project))
+    app = make_app(ws, model="offline")
+    async with app.run_test(size=SIZE) as pilot:
+        app.query_one(PromptInput).cursor_blink = False
+        await app.tools_ready.wait()
+        idle = lambda: not app.busy  # noqa: E731
+        app.query_one(PromptInput).insert(EDIT)
+        await pilot.press("enter")
+        await _until(pilot, lambda: app.approval.armed, "the diff approval")
+        await pilot.pause(0.2)
+        shot(app, "diff-approval")
+        await pilot.press("n", "enter")  # deny, with no reason
+        await _until(pilot, idle, "the end of the denied edit")
+
+        await pilot.press("alt+r")
+        await pilot.pause(0.4)
+        shot(app, "rules")
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+
+        if not spawn.active():
+            print("screenshots: no sandbox here, sandbox-denial.svg not taken", file=sys.stderr)
+            return
+        await pilot.press(*"backup notes.txt")
+        await pilot.press("enter")
+        await _until(pilot, lambda: app.approval.armed, "the offer to widen the wall")
+        await pilot.pause(0.2)
+        shot(app, "sandbox-denial")
+        await pilot.press("n", "enter")
+        await _until(pilot, idle, "the end of the backup call")
 
 
 def check_no_leaks(files: list[Path], forbidden: list[str]) -> list[str]:

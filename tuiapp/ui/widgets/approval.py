@@ -29,6 +29,7 @@ from textual.widgets import Button, Input, Static, TextArea
 
 from tuiapp.conversation.conversation import Approval
 from tuiapp.security.display import printable, printable_line
+from tuiapp.tools.source_label import shown_source
 from tuiapp.ui.focus import focus_now
 from tuiapp.ui.messages import PendingApproval
 from tuiapp.ui.widgets.approval_diff import with_diff
@@ -275,11 +276,7 @@ class ApprovalPanel(GrantChoices, AnswerKeys, Vertical, can_focus=True):
         # The guard counts from when the call is on screen (the first one waits for the
         # JSON highlighter to load), not from when it arrived.
         self.call_after_refresh(self._on_screen, req.call.id)
-        source = req.spec.source
-        try:
-            source = str(Path(source).relative_to(self.root))
-        except ValueError:
-            pass
+        source = shown_source(req.spec.source, self.root)
         self.query_one(".approval-source", Static).update(
             Content.assemble(("from ", "dim"), printable_line(source),
                              (f"  ({req.spec.format})", "dim")))
