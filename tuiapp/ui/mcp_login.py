@@ -1,9 +1,10 @@
 """`MCP: log in NAME` (command palette): the OAuth login of `kep mcp login`, from the TUI.
 
-Offered for an HTTP server whose state says it needs a login. The authorization URL is shown
-in a notice (literally, through the display edge) and copied to the clipboard (OSC 52) to
-paste into a browser; the redirect comes back to kep's loopback receiver, and the server is
-restarted with the new tokens. Tokens are never shown: the secrets filter knows them.
+Offered for an HTTP server whose state says it needs a login. Choosing the entry is the user's
+own key: the authorization URL is handed to the desktop's browser opener where there is one,
+and also shown in a notice (literally, through the display edge) and copied to the clipboard
+(OSC 52) for a browser elsewhere; the redirect comes back to kep's loopback receiver, and the
+server is restarted with the new tokens. Tokens are never shown: the secrets filter knows them.
 """
 
 from __future__ import annotations
@@ -37,9 +38,14 @@ async def log_in(app: KepApp, name: str) -> None:
     oauth.quiet_sdk_logging()
 
     def show(url: str) -> None:
+        from tuiapp.ui.screens.elicitation import open_in_browser
+
         app.copy_to_clipboard(url)
-        app.notify(say("Open this URL in a browser to log in to {} (it is on the clipboard):"
-                       "\n{}", name, url), title="MCP login", timeout=300)
+        opened = open_in_browser(url) is None
+        app.notify(say("{} to log in to {} (the URL is on the clipboard):\n{}",
+                       "Your browser was asked to open this URL" if opened
+                       else "Open this URL in a browser", name, url),
+                   title="MCP login", timeout=300)
 
     try:
         await oauth.login(name, cfg.url, show)
