@@ -18,6 +18,7 @@ from tuiapp.security import trust
 from tuiapp.security.grants import SessionGrants
 from tuiapp.settings import paths
 from tuiapp.settings.config_types import ApprovalConfig, Config, Rule
+from tuiapp.tools import unavailable
 from tuiapp.tools.registry import Registry
 from tuiapp.vocab.tool_specs import ToolSpec
 
@@ -71,9 +72,7 @@ class Workspace:
     def __post_init__(self) -> None:
         self.registry = Registry(self.config)
         self.grants = SessionGrants()
-        from tuiapp.providers import offline
-
-        offline.why_unavailable = self.why_unavailable  # the offline model says why
+        unavailable.explain = self.why_unavailable  # the offline model says why
 
     def why_unavailable(self, name: str) -> str | None:
         """Why no tool called `name` is offered, when kep knows: its file is broken, or it
@@ -220,7 +219,6 @@ class Workspace:
     ) -> Conversation:
         from tuiapp.conversation.checkpoints import checkpointing
         from tuiapp.conversation.conversation import Conversation
-
         return Conversation(
             provider=provider,
             tools=self.session_tools,

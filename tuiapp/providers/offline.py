@@ -15,20 +15,16 @@ import os
 import re
 import shlex
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from tuiapp.providers.base import Provider, StreamEnd, StreamItem
+from tuiapp.tools import unavailable
 from tuiapp.vocab.events import TextDelta, Usage
 from tuiapp.vocab.messages import Message, ToolCall
 from tuiapp.vocab.tool_specs import ToolSpec
 
 FIRST_LINES = 8
-
-# Why a tool the user names is not offered (its file is broken, the project's folder is not
-# trusted): the workspace, which knows, sets this (one workspace a process); this layer
-# cannot look at the registry or trust itself.
-why_unavailable: Callable[[str], str | None] | None = None
 
 
 class OfflineProvider(Provider):
@@ -261,10 +257,10 @@ def unavailable_note(text: str, tools: dict[str, ToolSpec]) -> str:
     if first.startswith("/call") and first[5:6].isspace():
         first = first[5:].lstrip()
     name = first.split(maxsplit=1)[0] if first else ""
-    if not name or name in tools or why_unavailable is None:
+    if not name or name in tools or unavailable.explain is None:
         return ""
     try:
-        why = why_unavailable(name)
+        why = unavailable.explain(name)
     except Exception:  # a question the reply can do without: never fail the reply
         return ""
     return f"`{_short(name)}` is not available: {why}.\n\n" if why else ""
