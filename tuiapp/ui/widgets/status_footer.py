@@ -109,7 +109,8 @@ class StatusFooter(Widget):
         # The keys part is set apart from the state by a separator (always when wide, when
         # they would be close on a narrow screen): "waiting for you▸ approval" ran together.
         sep = " │ " if compact else "  │  "
-        room = self.size.width - left_c.cell_length - len(sep)
+        # (narrow: a plain gap of one will do, so that every idle key still fits at 80)
+        room = self.size.width - left_c.cell_length - (1 if compact else len(sep))
         keyboard = SHORT_NAMES.get(self.keyboard, self.keyboard) if compact else self.keyboard
         right_c = Content.assemble(("▸" if compact else "▸ ", "$text-muted"),
                                    (keyboard, "bold"), (" " if compact else sep, "$text-muted"))
@@ -128,8 +129,8 @@ class StatusFooter(Widget):
                 break
             right_c += text
         gap = self.size.width - left_c.cell_length - right_c.cell_length
-        if compact and gap >= len(sep) + 2:
-            return left_c + Content(" " * gap) + right_c
+        if compact:
+            return left_c + Content(" " * max(1, gap)) + right_c
         # Wide: always "state … │  ▸ who gets the key  │  keys", each part its own.
         middle = Content(" " * max(0, gap - len(sep))) + Content.styled(sep, "$text-muted")
         return left_c + middle + right_c
