@@ -123,7 +123,7 @@ def scrub_environment(home: Path) -> None:
 def make_demo_project(root: Path) -> Path:
     functions = root / "prompts" / "functions"
     functions.mkdir(parents=True)
-    for name, text in (("shout", SHOUT), ("weather", BROKEN), ("backup", BACKUP)):
+    for name, text in (("shout", SHOUT), ("weather", BROKEN)):
         (functions / name).write_text(text)
         (functions / name).chmod(0o755)
     (root / "notes.txt").write_text(NOTES)
@@ -235,7 +235,11 @@ async def _more_scenes(project: Path, shot: Callable[[object, str], None]) -> No
     from tuiapp.ui.app import make_app
     from tuiapp.ui.widgets.prompt_input import PromptInput
 
-    (project / "kep.toml").write_text(RULES)  # only now: the welcome shows no config file
+    # Only now: the welcome shows no config file, and the panels no backup tool.
+    (project / "kep.toml").write_text(RULES)
+    backup = project / "prompts" / "functions" / "backup"
+    backup.write_text(BACKUP)
+    backup.chmod(0o755)
     trust.trust(project)  # trusted again, with its rules
     ws = Workspace(project_config.load(project))
     app = make_app(ws, model="offline")
