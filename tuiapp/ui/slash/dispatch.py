@@ -1,6 +1,7 @@
 """What a submitted prompt line does before anything is sent: a `/command` runs (a built-in,
 or a user command from a `.prompt` file or an MCP prompt), a `!line` runs in the sandbox,
-`//…` and `!!…` send the text with one character less, anything else is a message.
+`//…` and `!!…` send the text with one character less, `/call …` (the offline model's
+syntax for a tool call) is sent as typed, anything else is a message.
 
 A line that is not a message never reaches the model: an unknown command or bad arguments
 are one line, and the typed text goes back into the prompt so nothing is lost.
@@ -47,6 +48,8 @@ async def handle(app: KepApp, text: str) -> str | None:
         _give_back(app, text)
         app.notify(say("Type a command after / (// sends a line starting /)."), **WARN)
         return None
+    if line.name == "call" and "call" not in BUILTINS:
+        return text  # `/call NAME {…}`: the offline model's own way to call a tool, sent as is
     found = BUILTINS.get(line.name)
     if found is not None:
         result = found.run(app, line.args)
