@@ -25,7 +25,7 @@ from tuiapp.mcp import resources, stdio_transport
 from tuiapp.mcp.connection import ServerConnection, ServerState, one_line, source_key
 from tuiapp.mcp.peer import PeerHost, Refusing
 from tuiapp.mcp.resources import Catalog, ResourceText
-from tuiapp.mcp.results import result_parts
+from tuiapp.mcp.results import result_parts, without_base64
 from tuiapp.mcp.servers import MCP_JSON, McpJsonError, configured_servers
 from tuiapp.security import secrets
 from tuiapp.security.logfile import LogHandler
@@ -247,7 +247,11 @@ class McpManager:
         text, images = result_parts(result)
         if result.is_error:
             return DirectResult(False, text or "Error: the tool reported an error.", images=images)
-        return DirectResult(True, text, images=images, structured=result.structured_content)
+        # Structured content mirrors an image's bytes too: the image goes as an image block,
+        # never as text in events, sessions or `--json` (a placeholder gives its size).
+        structured = (None if result.structured_content is None
+                      else without_base64(result.structured_content))
+        return DirectResult(True, text, images=images, structured=structured)
 
     # ---- internals -------------------------------------------------------------------------
 

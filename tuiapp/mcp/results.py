@@ -49,7 +49,7 @@ def result_parts(result: types.CallToolResult) -> tuple[str, tuple[ToolImage, ..
     if result.structured_content is not None and not has_text:
         # Servers are asked to mirror structured content in a text block; when one does, the
         # text already says it, so the JSON is added only when it is the whole answer.
-        text = json.dumps(_no_base64(result.structured_content), ensure_ascii=False, indent=2)
+        text = json.dumps(without_base64(result.structured_content), ensure_ascii=False, indent=2)
         if len(text) > STRUCTURED_CAP:
             text = (text[:STRUCTURED_CAP]
                     + f"\n… [structured content cut at {STRUCTURED_CAP} characters]")
@@ -57,13 +57,13 @@ def result_parts(result: types.CallToolResult) -> tuple[str, tuple[ToolImage, ..
     return "\n".join(parts), tuple(images)
 
 
-def _no_base64(value: Any) -> Any:
+def without_base64(value: Any) -> Any:
     """Structured content with every long base64 string (an image's bytes, mirrored) replaced
     by a placeholder giving its size."""
     if isinstance(value, dict):
-        return {k: _no_base64(v) for k, v in value.items()}
+        return {k: without_base64(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_no_base64(v) for v in value]
+        return [without_base64(v) for v in value]
     if isinstance(value, str) and (_BASE64.match(value) or _small_image(value)):
         return f"[base64 data, {human_size(estimated_size(value))}]"
     return value
