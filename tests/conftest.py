@@ -51,6 +51,8 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         # MCP servers, a pseudo-terminal): `.ci/run` runs them too, with `-m slow`. Workers
         # get this option from the controller.
         config.option.markexpr = "not slow"
+        # xdist's workers build their own options: they learn it from the environment.
+        os.environ["KEP_TEST_NOT_SLOW"] = "1"
     if (not config.pluginmanager.hasplugin("xdist") or os.environ.get("PYTEST_XDIST_WORKER")
             or config.option.numprocesses is not None or config.getoption("usepdb", False)
             or config.args_source != pytest.Config.ArgsSource.TESTPATHS):
@@ -60,6 +62,12 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         config.option.numprocesses = int(config.option.numprocesses)
     if config.option.dist == "no":
         config.option.dist = "loadgroup"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if (os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("KEP_TEST_NOT_SLOW") == "1"
+            and not config.option.markexpr):
+        config.option.markexpr = "not slow"  # a worker of the whole suite's default run
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
