@@ -51,14 +51,11 @@ def with_rule_first(text: str, rule: Mapping[str, Any]) -> str | None:
     """`text` with `rule` put first among its approval rules, everything else kept as it
     was; None when the file's shape does not allow an edit in place."""
     import tomlkit
-    from tomlkit.items import AoT, Array, InlineTable, Table
+    from tomlkit.items import AoT, Array, InlineTable
 
     doc = tomlkit.parse(text)
-    approval = doc.get("approval")
+    approval = _child_table(doc, "approval")
     if approval is None:
-        approval = tomlkit.table(is_super_table=True)
-        doc.append("approval", approval)
-    if not isinstance(approval, Table | InlineTable):
         return None
     rules = approval.get("rules")
     if isinstance(rules, AoT):
@@ -161,26 +158,25 @@ def write_atomic(path: Path, text: str) -> Path:
 def with_sandbox_list(text: str, tool: str, key: str, value: list[str]) -> str | None:
     """`text` with `[sandbox.tools.TOOL] key` set to `value`, the rest kept."""
     import tomlkit
-    from tomlkit.items import InlineTable, Table
 
     doc = tomlkit.parse(text)
-    sandbox = doc.get("sandbox")
-    if sandbox is None:
-        sandbox = tomlkit.table(is_super_table=True)
-        doc.append("sandbox", sandbox)
-    if not isinstance(sandbox, Table | InlineTable):
-        return None
-    tools = sandbox.get("tools")
-    if tools is None:
-        tools = tomlkit.table(is_super_table=True)
-        sandbox.append("tools", tools)
-    if not isinstance(tools, Table | InlineTable):
-        return None
-    entry = tools.get(tool)
-    if entry is None:
-        entry = tomlkit.table()
-        tools.append(tool, entry)
-    if not isinstance(entry, Table | InlineTable):
-        return None
-    entry[key] = value
+    table: Any = doc
+    for name, super_table in (("sandbox", True), ("tools", True), (tool, False)):
+        table = _child_table(table, name, super_table=super_table)
+        if table is None:
+            return None
+    table[key] = value
     return tomlkit.dumps(doc)
+
+
+def _child_table(parent: Any, key: str, *, super_table: bool = True) -> Any:
+    """`parent[key]` as a table, made when missing; None when it holds something else (the
+    file's shape does not allow an edit in place)."""
+    import tomlkit
+    from tomlkit.items import InlineTable, Table
+
+    child = parent.get(key)
+    if child is None:
+        child = tomlkit.table(is_super_table=super_table)
+        parent.append(key, child)
+    return child if isinstance(child, Table | InlineTable) else None
