@@ -45,7 +45,9 @@ def test_template_lists_runs_and_passes_the_check(project: Path, tmp_path: Path,
     names, result, findings = asyncio.run(list_run_check(project, "word_count", tmp_path))
     assert names == ["word_count"]
     assert result == "HI THERE"
-    assert findings == []
+    # Every finding but the listing's timing: how long a listing takes depends on the
+    # machine's load, and tests hold no timed assertions.
+    assert [f for f in findings if f.code != "slow-listing"] == []
 
 
 def test_keprompt_names_may_have_a_dash(project: Path, tmp_path: Path) -> None:
