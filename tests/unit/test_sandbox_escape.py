@@ -97,6 +97,26 @@ async def test_kep_environment_is_not_readable(project: Path) -> None:
     assert kep not in out and "environ-readable" not in out
 
 
+async def test_walls_kept_between_calls_cover_what_appears_after_the_first(
+        project: Path) -> None:
+    """kep keeps each profile's walls between calls (building them cost a millisecond a
+    call): a hidden folder and a `.git` made after the first call are walled at the next
+    one, not left out of walls built before they existed."""
+    vault = project / "vault"
+    cfg = config.parse({"tools": {"builtins": False}, "sandbox": {"hidden": [str(vault)]}},
+                       "test", project)
+    same = Runner(cfg, spool_dir=project / ".spool")
+    first = await run(same, tool(project, "first", "echo first"))
+    assert first.result.strip() == "first"
+    vault.mkdir()
+    (vault / "key").write_text(SECRET)
+    (project / ".git").mkdir()
+    fin = await run(same, tool(project, "attack", "cat vault/key 2>&1; "
+                                                  "echo x > .git/planted 2>&1; true"))
+    assert SECRET not in fin.result
+    assert not (project / ".git" / "planted").exists()
+
+
 # ---- writes ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("target", [

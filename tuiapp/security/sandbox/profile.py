@@ -80,11 +80,16 @@ _ENV = ("HOME", "KEP_CONFIG_DIR", "KEP_DATA_DIR", "KEP_STATE_DIR", "KEP_CACHE_DI
         "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
 
 
+def env_key() -> tuple[str | None, ...]:
+    """What the hidden list and the private cache depend on besides the configuration."""
+    return tuple(os.environ.get(v) for v in _ENV)
+
+
 def resolved_hidden(extra: tuple[str, ...]) -> tuple[Path, ...]:
     """The hidden list with each path resolved: kept for the opened configuration (resolving
     ~40 paths at every call cost more than the sandbox's own start); forget() clears it when
     the configuration is set again."""
-    key = (*extra, "\0", *(os.environ.get(v) for v in _ENV))
+    key = (*extra, "\0", *env_key())
     if key not in _HIDDEN:
         _HIDDEN[key] = tuple(Path(os.path.realpath(p))
                              for p in hidden_list.hidden_paths(list(extra)))

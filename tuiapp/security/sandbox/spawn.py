@@ -52,6 +52,7 @@ class _State:
     port: int = 0
     net_failed: str | None = None  # why the shared network could not be set up
     net_lock: tuple[Any, asyncio.Lock] | None = None  # (its loop, the lock)
+    profiles: dict[tuple[Any, ...], Profile] = dataclasses.field(default_factory=dict)
 
 
 _state = _State(SandboxConfig())
@@ -65,6 +66,7 @@ def configure(settings: SandboxConfig, root: Path | None, tool_dirs: Sequence[st
     _state.root = Path(os.path.realpath(root)) if root is not None else None
     _state.tool_dirs = tuple(tool_dirs)
     _state.dotenvs = None  # searched again on next use
+    _state.profiles.clear()
     profiles.forget()  # and the hidden list resolved again
 
 
@@ -249,17 +251,27 @@ def profile_for(cwd: Path | str | None, *, tool: str | None = None, server: str 
                 call_files: Sequence[Path] = ()) -> Profile:
     """The profile of one child started in `cwd`. The root is the opened project's when `cwd`
     lies inside it, else `cwd` itself (a child kep starts elsewhere gets that folder)."""
-    here = Path(os.path.realpath(cwd if cwd is not None else os.getcwd()))
-    root = _state.root
-    if root is None or not (here == root or root in here.parents):
-        root, dotenvs = here, None
-    else:
-        if _state.dotenvs is None:
-            _state.dotenvs = profiles.dotenv_files(root)
-        dotenvs = _state.dotenvs
-    return walls.widened(profiles.resolve(
-        _state.settings, root, tool=tool, server=server, tool_dirs=_state.tool_dirs,
-        call_files=tuple(call_files), dotenvs=dotenvs), tool)
+    here = os.path.realpath(cwd if cwd is not None else os.getcwd())
+    # Kept per opened configuration (configure() clears it): resolving builds ~60 paths,
+    # about a millisecond of kep's CPU at every call and every lister.
+    key = (here, tool, server, profiles.env_key())
+    prof = _state.profiles.get(key)
+    if prof is None:
+        root = _state.root
+        if root is None or not (here == str(root) or here.startswith(str(root).rstrip("/") + "/")):
+            root, dotenvs = Path(here), None
+        else:
+            if _state.dotenvs is None:
+                _state.dotenvs = profiles.dotenv_files(root)
+            dotenvs = _state.dotenvs
+        prof = profiles.resolve(_state.settings, root, tool=tool, server=server,
+                                tool_dirs=_state.tool_dirs, dotenvs=dotenvs)
+        if len(_state.profiles) >= 256:
+            _state.profiles.clear()
+        _state.profiles[key] = prof
+    if call_files:
+        prof = dataclasses.replace(prof, call_files=tuple(call_files))
+    return walls.widened(prof, tool)
 
 
 def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, str] | None,
@@ -281,8 +293,8 @@ def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, st
     # /tmp would hide) is shown read-only, as tool folders outside the root are.
     on_path = [Path(d) for d in (env if env is not None else os.environ).get("PATH", "")
                .split(os.pathsep) if d.startswith("/tmp/") and os.path.isdir(d)]
-    on_path += [Path(os.path.realpath(p)).parent for p in programs
-                if os.path.realpath(p).startswith("/tmp/")]
+    on_path += [Path(real).parent for real in map(os.path.realpath, programs)
+                if real.startswith("/tmp/")]
     if visible or on_path:
         prof = dataclasses.replace(prof, visible=(*prof.visible, *visible, *on_path))
     if kind in ("lister", "forkserver", "helper"):
