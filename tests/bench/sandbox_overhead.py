@@ -175,6 +175,7 @@ def discovery(root: Path, env: dict[str, str], walls: bool) -> tuple[float, floa
     for snap in Path(env["KEP_STATE_DIR"]).rglob("*snapshot*"):
         snap.unlink()
     run_env = dict(env) if walls else {**env, "KEP_SANDBOX_MECHANISM": "none"}
+    run_env["PYTHONPATH"] = str(REPO)  # this tree's kep, whatever the venv has installed
     argv = [sys.executable, "-m", "tuiapp", "functions", "--json", "--project", str(root)]
     if PERF:
         argv = [PERF, "stat", "-x,", "-e", "task-clock", "--", *argv]

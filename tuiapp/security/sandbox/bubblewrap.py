@@ -4,8 +4,10 @@ and a private mount table, with no root and no setuid helper.
 Why bwrap and not Landlock alone: Landlock allows by listing, so "everything readable except
 ~/.ssh" needs a rule for every sibling of every hidden path, and it has no PID namespace (a
 `setsid` double fork would outlive the call) and no way to offer loopback-only networking.
-bwrap gives all three with one exec (about 1-3 ms here), and Landlock stays free for a later
-per-call scope inside the fork server.
+bwrap gives all three with one exec, and Landlock stays free for a later per-call scope
+inside the fork server. That exec is not cheap: with kep's walls about 8 ms of CPU more than a
+plain exec on a 2-core VM (new namespaces, a dozen mounts, bwrap reading /proc/self/mountinfo
+at every bind), most of a sandboxed call's cost (tests/bench/sandbox_overhead.py).
 
 The walls, in bwrap's order (later mounts cover earlier ones):
   / read-only; /dev minimal; /proc of the new PID namespace (kep, its watchdog and other tools
