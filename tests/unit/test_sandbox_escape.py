@@ -120,6 +120,28 @@ async def test_writes_outside_the_allowed_places_are_refused(project: Path,
         assert not Path(str(path) + ".lnk").exists()
 
 
+PLANT = f"""printf 'print("PWNED-BYTECODE")\\n' > evil.py
+{PY} - <<'PY' 2>&1
+import importlib.util, py_compile
+target = importlib.util.cache_from_source(importlib.util.find_spec("colorsys").origin)
+# An unchecked-hash pyc is loaded without looking at the source it claims to be.
+py_compile.compile("evil.py", cfile=target,
+                   invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+print("planted", target)
+PY
+true"""
+
+
+async def test_a_call_cannot_plant_bytecode_that_a_later_call_loads(project: Path) -> None:
+    """Bytecode a call writes where Python looks for compiled modules (a shared cache folder
+    would be one) must never be loaded by the next call's Python (the fork server's included)."""
+    planted = await call(project, PLANT)
+    out = await call(project,
+                     f"{PY} -c 'import colorsys, sys; print(\"prefix\", sys.pycache_prefix)'")
+    assert "PWNED-BYTECODE" not in out, planted
+    assert "prefix None" in out, out  # the interpreter's and the venv's compiled files count
+
+
 async def test_the_project_and_a_private_tmp_are_writable(project: Path) -> None:
     out = await call(project, "echo ok > made.txt && echo ok > /tmp/x && cat /tmp/x")
     assert out.strip() == "ok" and (project / "made.txt").read_text() == "ok\n"

@@ -69,7 +69,7 @@ def kep_install() -> list[Path]:
 
 
 def private_cache() -> Path:
-    """Runtimes' caches inside the sandbox (npm, pip, Python bytecode): kep's own, not the
+    """Runtimes' caches inside the sandbox (npm, pip, uv, XDG): kep's own, not the
     user's real ones, which stay read-only (a tool must not poison them for the user)."""
     return paths.cache_dir() / "sandbox-cache"
 
