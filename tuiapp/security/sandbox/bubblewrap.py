@@ -136,7 +136,7 @@ class Bubblewrap(Mechanism):
             if with_cache:
                 args += ["--bind", str(profile.cache), str(profile.cache)]
                 for var, sub in CACHE_ENV.items():
-                    out_env.setdefault(var, str(profile.cache / sub))
+                    out_env[var] = str(profile.cache / sub)  # yours are read-only here
         for extra in profile.call_files:
             if extra.is_file() and not extra.is_symlink():
                 args += ["--bind", str(extra), str(extra)]
