@@ -16,8 +16,8 @@ kep's walls, and nsenter (how a call with network joins the namespace of kep's p
 
 Discovery: `kep functions --json` in a fresh process with an empty declaration cache on a
 corpus of half Python, half shell tools (the fork server and the listers are children too),
-walls on vs `KEP_SANDBOX_MECHANISM=none`; the sandbox's private cache (the runtimes' bytecode,
-like Python's own __pycache__ without the walls) is kept between runs.
+walls on vs `KEP_SANDBOX_MECHANISM=none`; the sandbox's private caches are kept between runs
+(as the user's own are, without the walls).
 Targets (issue 23): <= 5 ms more per call; discovery within 10%.
 """
 

@@ -29,11 +29,14 @@ from pathlib import Path
 from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
 
 # Set for runtimes inside the sandbox so their caches land in the private cache folder, not
-# in the user's real (read-only there) home folders.
+# in the user's real (read-only there) home folders. Not PYTHONPYCACHEPREFIX: a prefix makes
+# Python ignore the interpreter's and the venv's compiled files (everything is compiled again,
+# twice the start-up), and bytecode one call plants in a shared folder would be loaded,
+# unchecked, by the next call's Python, the fork server's included. Without it, read-only
+# folders simply get no bytecode written.
 CACHE_ENV = {
     "npm_config_cache": "npm",
     "PIP_CACHE_DIR": "pip",
-    "PYTHONPYCACHEPREFIX": "pycache",
     "XDG_CACHE_HOME": "xdg",
     "UV_CACHE_DIR": "uv",
 }
@@ -107,7 +110,7 @@ class Bubblewrap(Mechanism):
             for var in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
                 out_env.pop(var, None)
         for var, value in cache_env.items():
-            out_env.setdefault(var, value)
+            out_env[var] = value  # yours are read-only here
         return Wrapped([*args, "--", *argv], out_env)
 
     def _walls(self, profile: Profile) -> _Built:
