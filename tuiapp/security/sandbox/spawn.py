@@ -16,6 +16,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,7 @@ class _State:
 
 
 _state = _State(SandboxConfig())
+_probe_lock = threading.Lock()
 # Where the one-line notices go (the CLI prints them; tests collect them).
 notice: Callable[[str], None] = lambda line: print(f"kep: {line}", file=sys.stderr)  # noqa: E731
 
@@ -88,6 +90,15 @@ def mechanism() -> Mechanism:
     """The mechanism in use, probed once per process."""
     if _state.mechanism is not None:
         return _state.mechanism
+    # Listers and calls starting together each asked from a thread of their own: a probe
+    # (a whole bwrap run) each, six at the start of a listing of 20 shell tools.
+    with _probe_lock:
+        if _state.mechanism is None:
+            _state.mechanism = _find_mechanism()
+        return _state.mechanism
+
+
+def _find_mechanism() -> Mechanism:
     if os.environ.get("KEP_SANDBOX_MECHANISM") == "none":  # tests of the fallback
         mech: Mechanism = NoSandbox("turned off for this process (KEP_SANDBOX_MECHANISM=none)")
     elif not sys.platform.startswith("linux"):
@@ -96,7 +107,6 @@ def mechanism() -> Mechanism:
         bw = Bubblewrap()
         why = bw.missing() or _probe(bw)
         mech = NoSandbox(why) if why else bw
-    _state.mechanism = mech
     return mech
 
 
