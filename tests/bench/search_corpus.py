@@ -41,12 +41,13 @@ GENERATOR = 1  # bump when the corpus changes: the cached file is keyed by it
 SEED = 7
 PROJECTS = ("/bench/one", "/bench/two")
 RARE, PHRASE = "kingfisher", "connection refused by peer"
-HEAD = ("the to of and a in is it you that for this on with be as are not can file if or "
+_HEAD = ("the to of and a in is it you that for this on with be as are not can file if or "
         "have from your an by error function will use at line but all should return value "
         "code test we run when do config path so one which import new data self type need "
         "set list call output name first there then check like string python make build "
         "tool more error's only also any default user add read write class update change "
-        "server request response module version install json key open log debug fix").split()
+        "server request response module version install json key open log debug fix")
+HEAD = _HEAD.split()
 
 
 def vocabulary(size: int = 50_000) -> list[str]:
@@ -88,7 +89,8 @@ class Writer:
     def code(self) -> str:
         f, a, b = self.ident(), self.ident(), self.ident()
         return (f"```python\ndef {f}({a}, {b}=None):\n    if {b} is None:\n"
-                f"        {b} = {a}.{self.ident()}()\n    return [{self.ident()}(x) for x in {b}]\n```")
+                f"        {b} = {a}.{self.ident()}()\n"
+                f"    return [{self.ident()}(x) for x in {b}]\n```")
 
     def tool_output(self) -> str:
         rnd = self.rnd

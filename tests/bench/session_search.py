@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import search_corpus as corpus  # noqa: E402
 
+from tuiapp.conversation.session_search import SearchError  # noqa: E402
 from tuiapp.conversation.store import Store  # noqa: E402
 
 QUERIES = {  # label: what the user types
@@ -46,9 +47,11 @@ QUERIES = {  # label: what the user types
     "common word": "error",
     "commonest word": "the",  # in ~85% of messages: the worst case for ranking
     "two words": "config server",
+    "two common words": "the error",
     "phrase (4 words)": corpus.PHRASE,  # kep has no phrase syntax: typed words, all required
     "prefix": "conf*",
-    "1-letter prefix": "s*",
+    "3-letter prefix": "con*",
+    "1-letter prefix": "s*",  # refused: a prefix needs 3 letters
     "no match": "zyzzyva",
     "FTS5 syntax": 'NEAR(the "log -x:y',
 }
@@ -64,6 +67,13 @@ def timed(fn: Callable[[], object], runs: int) -> list[float]:
         fn()
         times.append((time.perf_counter() - t) * 1000)
     return times
+
+
+def search(store: Store, words: str, scope: str | None) -> object:
+    try:
+        return store.search(words, scope)
+    except SearchError as e:
+        return e
 
 
 def p95(values: list[float]) -> float:
@@ -108,9 +118,12 @@ def main() -> None:
         print(f"{'query':<18} {'scope':<8} {'median':>8} {'p95':>8} {'empty':>7}  hits")
         for label, words in QUERIES.items():
             for scope in (corpus.PROJECTS[0], None):
-                hits = len(store.search(words, scope))
-                times = timed(lambda w=words, s=scope: store.search(w, s), args.runs)
-                base = timed(lambda w=words, s=scope: empty.search(w, s), args.runs)
+                try:
+                    hits: int | str = len(store.search(words, scope))
+                except SearchError as e:
+                    hits = f"refused: {e}"
+                times = timed(lambda w=words, s=scope: search(store, w, s), args.runs)
+                base = timed(lambda w=words, s=scope: search(empty, w, s), args.runs)
                 med = statistics.median(times)
                 total += med
                 total_empty += statistics.median(base)

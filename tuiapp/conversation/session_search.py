@@ -17,8 +17,11 @@ from tuiapp.conversation.store_schema import MARK_CLOSE, MARK_OPEN
 
 DEFAULT_LIMIT = 20
 SNIPPET_TOKENS = 16
+MIN_PREFIX = 3
 MAX_WORDS = 32  # a pasted paragraph is not a search; more words only slow the query
 _WORD = re.compile(r"\w", re.UNICODE)
+_PREFIX_TERM = re.compile(r'"\*(?: |$)')  # a term of fts_query's that is a prefix
+_TOKEN = re.compile(r"\w+", re.UNICODE)  # the prefix is the last token's
 
 
 class SearchError(ValueError):
@@ -62,6 +65,10 @@ def fts_query(words: str) -> str:
         word = word.rstrip("*")
         if not _WORD.search(word):
             continue  # only punctuation: the tokenizer would give nothing to find
+        if prefix and len(_TOKEN.findall(word)[-1]) < MIN_PREFIX:
+            # "s*" means every word starting with s: FTS5 merges thousands of words' lists
+            # (1.4 s over a million messages); three letters keep it to a few.
+            raise SearchError(f"a prefix needs at least {MIN_PREFIX} letters before its *")
         terms.append('"' + word.replace('"', '""') + '"' + ("*" if prefix else ""))
     if not terms:
         raise SearchError("nothing to search for: give at least one word")
@@ -76,12 +83,7 @@ def search(db: sqlite3.Connection, words: str, project_root: str | None = None,
         ranked = _ranked(db, query, project_root, max(1, limit))
         if not ranked:
             return []
-        marks = ",".join("?" * len(ranked))
-        # Snippets for the few rows kept only (a snippet reads the message back).
-        snippets = dict(db.execute(
-            f"SELECT rowid, snippet(message_search, 0, ?, ?, '…', {SNIPPET_TOKENS}) "
-            f"FROM message_search WHERE message_search MATCH ? AND rowid IN ({marks})",
-            (MARK_OPEN, MARK_CLOSE, query, *(r[0] for r in ranked))).fetchall())
+        snippets = _snippets(db, query, [r[0] for r in ranked])
     except sqlite3.OperationalError as e:
         if "no such table" in str(e):
             raise SearchError("search is not available: this SQLite has no FTS5") from e
@@ -90,31 +92,75 @@ def search(db: sqlite3.Connection, words: str, project_root: str | None = None,
             for rowid, rank, sid, seq, created, role, title, root in ranked]
 
 
+# A search matching more messages than this ranks the newest this many of them: bm25 scores
+# every row it ranks (~3 µs each), so a word in 900,000 messages took 2.6 s to rank in full.
+CANDIDATES = 10_000
+_FIRST = -(2**63)  # below every rowid: no bound
 _RANKED = ("SELECT r.rowid, r.rank, m.session_id, m.seq, m.created, "
            "coalesce(json_extract(m.data, '$.role'), ''), s.title, s.project_root FROM "
-           "(SELECT rowid, rank FROM message_search WHERE message_search MATCH ? "
-           "ORDER BY rank LIMIT ?) r JOIN messages m ON m.rowid = r.rowid "
-           "JOIN sessions s ON s.id = m.session_id {where} ORDER BY r.rank")
+           "(SELECT rowid, rank FROM message_search WHERE message_search MATCH ? AND rowid >= ? "
+           "ORDER BY rank, rowid DESC LIMIT ?) r JOIN messages m ON m.rowid = r.rowid "
+           "JOIN sessions s ON s.id = m.session_id {where} ORDER BY r.rank, r.rowid DESC")
 
 
 def _ranked(db: sqlite3.Connection, query: str, project_root: str | None,
             limit: int) -> list[Any]:
-    """The best `limit` hits. FTS5 ranks fastest on its own (no join per match): rank a
-    window of the best matches, then keep this project's; widen the window tenfold while it
-    was full and too few were this project's."""
+    """The best `limit` hits among the newest CANDIDATES matches (all of them when fewer
+    match; equal ranks newest first). In one project, look ten times further back while
+    too few of the candidates were this project's."""
+    candidates = CANDIDATES
+    while True:
+        low = _oldest_candidate(db, query, candidates)
+        rows = _ranked_since(db, query, project_root, limit, low)
+        if len(rows) >= limit or low == _FIRST:
+            return rows
+        candidates *= 10
+
+
+def _oldest_candidate(db: sqlite3.Connection, query: str, candidates: int) -> int:
+    """The lowest rowid of the newest `candidates` matches; _FIRST when no more match. FTS5
+    walks its index newest first and stops there: cheap next to ranking."""
+    row = db.execute("SELECT rowid FROM message_search WHERE message_search MATCH ? "
+                     "ORDER BY rowid DESC LIMIT 1 OFFSET ?", (query, candidates)).fetchone()
+    return _FIRST if row is None else row[0] + 1
+
+
+def _ranked_since(db: sqlite3.Connection, query: str, project_root: str | None, limit: int,
+                  low: int) -> list[Any]:
+    """The best `limit` hits from rowid `low` on. FTS5 ranks fastest on its own (no join per
+    match): rank a window of the best matches, then keep this project's; widen the window
+    tenfold while it was full and too few were this project's."""
     if project_root is None:
-        return db.execute(_RANKED.format(where=""), (query, limit)).fetchall()
+        return db.execute(_RANKED.format(where=""), (query, low, limit)).fetchall()
     window = limit * 20
     while True:
         rows = db.execute(_RANKED.format(where="WHERE s.project_root = ?"),
-                          (query, window, project_root)).fetchall()
+                          (query, low, window, project_root)).fetchall()
         if len(rows) >= limit:
             return rows[:limit]
         total = db.execute("SELECT count(*) FROM (SELECT 1 FROM message_search WHERE "
-                           "message_search MATCH ? LIMIT ?)", (query, window)).fetchone()[0]
+                           "message_search MATCH ? AND rowid >= ? LIMIT ?)",
+                           (query, low, window)).fetchone()[0]
         if total < window:
             return rows  # every match was looked at
         window *= 10
+
+
+def _snippets(db: sqlite3.Connection, query: str, rowids: list[int]) -> dict[int, str]:
+    """Snippets for the rows shown only (a snippet reads the message back and tokenizes it).
+    `rowid IN` makes FTS5 run the query once per row, which for a prefix merges every word
+    with that prefix each time (20 hits of `con*`: ~1 s); a prefix query walks the hits'
+    rowid range once instead (`+rowid` keeps the list a filter, not a lookup)."""
+    marks = ",".join("?" * len(rowids))
+    where = f"rowid IN ({marks})"
+    params: list[Any] = [MARK_OPEN, MARK_CLOSE, query]
+    if _PREFIX_TERM.search(query):
+        where = f"rowid BETWEEN ? AND ? AND +rowid IN ({marks})"
+        params += [min(rowids), max(rowids)]
+    return dict(db.execute(
+        f"SELECT rowid, snippet(message_search, 0, ?, ?, '…', {SNIPPET_TOKENS}) "
+        f"FROM message_search WHERE message_search MATCH ? AND {where}",
+        (*params, *rowids)).fetchall())
 
 
 def pieces(snippet: str) -> tuple[tuple[str, bool], ...]:
