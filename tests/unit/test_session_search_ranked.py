@@ -126,3 +126,35 @@ def test_a_short_prefix_from_the_command_line(tmp_path: Path) -> None:
                          capture_output=True, text=True, env=kep_env(), timeout=60)
     assert res.returncode != 0 and "Traceback" not in res.stderr
     assert "at least 3 letters" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_beyond_the_bound_words_in_most_messages_do_not_rank(
+        corpus: tuple[Store, list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """bm25 gives a word in over half the messages no weight but counts them all first; beyond
+    the bound such a word still has to be there but ranks nothing (all such words: newest
+    first)."""
+    store, _ = corpus
+    monkeypatch.setattr(session_search, "CANDIDATES", 7)
+    monkeypatch.setattr(session_search, "SAMPLE", 5)
+    with store:
+        db = store._db
+
+        def rowids(words: str) -> list[int]:
+            return [db.execute("SELECT rowid FROM messages WHERE session_id = ? AND seq = ?",
+                               (h.session_id, h.seq)).fetchone()[0]
+                    for h in store.search(words, None, 5)]
+
+        full = fts_query("alpha kettle")
+        newest = [r[0] for r in db.execute(
+            "SELECT rowid FROM message_search WHERE message_search MATCH ? "
+            "ORDER BY rowid DESC LIMIT 7", (full,))]
+        assert session_search._rank_query(db, full, min(newest)) == '"kettle"'
+        ranks = dict(db.execute("SELECT rowid, rank FROM message_search WHERE "
+                                "message_search MATCH '\"kettle\"'").fetchall())
+        assert rowids("alpha kettle") == sorted(newest, key=lambda r: (ranks[r], -r))[:5]
+        newest_alpha = [r[0] for r in db.execute(
+            "SELECT rowid FROM message_search WHERE message_search MATCH '\"alpha\"' "
+            "ORDER BY rowid DESC LIMIT 5")]
+        assert rowids("alpha") == newest_alpha
+        assert {h.rank for h in store.search("alpha", None, 5)} == {0.0}
+        assert all(("alpha", True) in h.pieces for h in store.search("alpha", None, 5))

@@ -98,9 +98,19 @@ CANDIDATES = 10_000
 _FIRST = -(2**63)  # below every rowid: no bound
 _RANKED = ("SELECT r.rowid, r.rank, m.session_id, m.seq, m.created, "
            "coalesce(json_extract(m.data, '$.role'), ''), s.title, s.project_root FROM "
-           "(SELECT rowid, rank FROM message_search WHERE message_search MATCH ? AND rowid >= ? "
-           "ORDER BY rank, rowid DESC LIMIT ?) r JOIN messages m ON m.rowid = r.rowid "
-           "JOIN sessions s ON s.id = m.session_id {where} ORDER BY r.rank, r.rowid DESC")
+           "({inner}) r JOIN messages m ON m.rowid = r.rowid JOIN sessions s ON "
+           "s.id = m.session_id {where} ORDER BY r.rank, r.rowid DESC")
+_BY_RANK = ("SELECT rowid, rank FROM message_search WHERE message_search MATCH ? AND "
+            "rowid >= ? {also} ORDER BY rank, rowid DESC LIMIT ?")
+_ALSO = ("AND +rowid IN (SELECT rowid FROM message_search WHERE message_search MATCH ? AND "
+         "rowid >= ?)")
+_NEWEST = ("SELECT rowid, 0.0 AS rank FROM message_search WHERE message_search MATCH ? AND "
+           "rowid >= ? ORDER BY rowid DESC LIMIT ?")
+# Beyond the bound, a word in more than this share of the newest messages is left out of the
+# ranking (see _rank_query), judged on its newest SAMPLE occurrences (±2% at that size; bm25
+# gives a word in over half the messages no weight, and one in 45% only a twentieth of a
+# word in 1%).
+DENSE, SAMPLE = 0.55, 1_000
 
 
 def _ranked(db: sqlite3.Connection, query: str, project_root: str | None,
@@ -111,10 +121,40 @@ def _ranked(db: sqlite3.Connection, query: str, project_root: str | None,
     candidates = CANDIDATES
     while True:
         low = _oldest_candidate(db, query, candidates)
-        rows = _ranked_since(db, query, project_root, limit, low)
+        inner = _inner(query, _rank_query(db, query, low), low)
+        rows = _ranked_since(db, query, inner, project_root, limit, low)
         if len(rows) >= limit or low == _FIRST:
             return rows
         candidates *= 10
+
+
+def _rank_query(db: sqlite3.Connection, query: str, low: int) -> str | None:
+    """What to rank by: the query, or beyond the bound the query without its words that are
+    in most messages, None when that leaves nothing (then newest first). bm25 weighs a word
+    in over half the messages at 1e-6, yet first counts the messages holding it: one pass over
+    its whole list for every such word (~65 ms for "the" in a million messages)."""
+    if low == _FIRST:
+        return query
+    newest = db.execute("SELECT max(rowid) FROM messages").fetchone()[0] or 0
+    kept = []
+    for term in query.split(" "):  # fts_query's terms: quoted, so never holding a space
+        if not term.endswith("*"):  # a prefix's sample would merge its words: keep it
+            row = db.execute("SELECT rowid FROM message_search WHERE message_search MATCH ? "
+                             "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                             (term, SAMPLE - 1)).fetchone()
+            if row is not None and SAMPLE / (newest - row[0] + 1) > DENSE:
+                continue
+        kept.append(term)
+    return " ".join(kept) or None
+
+
+def _inner(query: str, rank_query: str | None, low: int) -> tuple[str, list[Any]]:
+    """The ranked matches from rowid `low` on (SQL, parameters before the LIMIT)."""
+    if rank_query is None:
+        return _NEWEST, [query, low]
+    if rank_query == query:
+        return _BY_RANK.format(also=""), [query, low]
+    return _BY_RANK.format(also=_ALSO), [rank_query, low, query, low]
 
 
 def _oldest_candidate(db: sqlite3.Connection, query: str, candidates: int) -> int:
@@ -125,17 +165,18 @@ def _oldest_candidate(db: sqlite3.Connection, query: str, candidates: int) -> in
     return _FIRST if row is None else row[0] + 1
 
 
-def _ranked_since(db: sqlite3.Connection, query: str, project_root: str | None, limit: int,
-                  low: int) -> list[Any]:
+def _ranked_since(db: sqlite3.Connection, query: str, inner: tuple[str, list[Any]],
+                  project_root: str | None, limit: int, low: int) -> list[Any]:
     """The best `limit` hits from rowid `low` on. FTS5 ranks fastest on its own (no join per
     match): rank a window of the best matches, then keep this project's; widen the window
     tenfold while it was full and too few were this project's."""
+    sql, params = inner
     if project_root is None:
-        return db.execute(_RANKED.format(where=""), (query, low, limit)).fetchall()
+        return db.execute(_RANKED.format(inner=sql, where=""), (*params, limit)).fetchall()
     window = limit * 20
     while True:
-        rows = db.execute(_RANKED.format(where="WHERE s.project_root = ?"),
-                          (query, low, window, project_root)).fetchall()
+        rows = db.execute(_RANKED.format(inner=sql, where="WHERE s.project_root = ?"),
+                          (*params, window, project_root)).fetchall()
         if len(rows) >= limit:
             return rows[:limit]
         total = db.execute("SELECT count(*) FROM (SELECT 1 FROM message_search WHERE "
