@@ -48,6 +48,7 @@ QUERIES = {  # label: what the user types
     "commonest word": "the",  # in ~85% of messages: the worst case for ranking
     "two words": "config server",
     "two common words": "the error",
+    "four commonest": "the to of and",  # each in 60-90% of messages
     "phrase (4 words)": corpus.PHRASE,  # kep has no phrase syntax: typed words, all required
     "prefix": "conf*",
     "3-letter prefix": "con*",

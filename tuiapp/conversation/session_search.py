@@ -2,8 +2,9 @@
 
 What the user types is never FTS5 query syntax: each word becomes a quoted phrase (quotes
 doubled), so `NEAR`, `AND`, `-`, `:`, `(` and an unbalanced `"` are plain words. A word ending
-in `*` keeps its meaning as a prefix. The words must all appear (implicit AND); hits come
-best first by bm25. The index (store_schema) holds the store's text, already redacted.
+in `*` keeps its meaning as a prefix (of 3 letters or more). The words must all appear
+(implicit AND); hits come best first by bm25, among the newest CANDIDATES matches when more
+match (_ranked). The index (store_schema) holds the store's text, already redacted.
 """
 
 from __future__ import annotations
