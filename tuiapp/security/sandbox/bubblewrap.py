@@ -26,11 +26,14 @@ from pathlib import Path
 from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
 
 # Set for runtimes inside the sandbox so their caches land in the private cache folder, not
-# in the user's real (read-only there) home folders.
+# in the user's real (read-only there) home folders. Not PYTHONPYCACHEPREFIX: a prefix makes
+# Python ignore the interpreter's and the venv's compiled files (everything is compiled again,
+# twice the start-up), and bytecode one call plants in a shared folder would be loaded,
+# unchecked, by the next call's Python, the fork server's included. Without it, read-only
+# folders simply get no bytecode written.
 CACHE_ENV = {
     "npm_config_cache": "npm",
     "PIP_CACHE_DIR": "pip",
-    "PYTHONPYCACHEPREFIX": "pycache",
     "XDG_CACHE_HOME": "xdg",
     "UV_CACHE_DIR": "uv",
 }
@@ -133,7 +136,7 @@ class Bubblewrap(Mechanism):
             if with_cache:
                 args += ["--bind", str(profile.cache), str(profile.cache)]
                 for var, sub in CACHE_ENV.items():
-                    out_env.setdefault(var, str(profile.cache / sub))
+                    out_env[var] = str(profile.cache / sub)  # yours are read-only here
         for extra in profile.call_files:
             if extra.is_file() and not extra.is_symlink():
                 args += ["--bind", str(extra), str(extra)]

@@ -8,7 +8,9 @@ nor with entries it gained after."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
+import re
 from pathlib import Path
 
 from tuiapp.security import hidden as hidden_list
@@ -68,10 +70,18 @@ def kep_install() -> list[Path]:
     return list(dict.fromkeys(places))
 
 
-def private_cache() -> Path:
-    """Runtimes' caches inside the sandbox (npm, pip, Python bytecode): kep's own, not the
-    user's real ones, which stay read-only (a tool must not poison them for the user)."""
-    return paths.cache_dir() / "sandbox-cache"
+def private_cache(tool: str | None = None, server: str | None = None) -> Path:
+    """Runtimes' caches inside the sandbox (npm, pip, uv, XDG): kep's own, not the
+    user's real ones, which stay read-only (a tool must not poison them for the user). One
+    per tool and per MCP server: a cache is trusted by what reads it (pip installs a cached
+    wheel as is), so a tool must not poison another's, which may have wider walls."""
+    base = paths.cache_dir() / "sandbox-cache"
+    if tool is None and server is None:
+        return base / "shared"
+    kind, name = ("tools", tool) if tool is not None else ("servers", server or "")
+    # A readable name for the folder, and a hash so that names that read alike never share.
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:40].lstrip(".") or "_"
+    return base / kind / f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:10]}"
 
 
 _HIDDEN: dict[tuple[str | None, ...], tuple[Path, ...]] = {}
@@ -129,7 +139,7 @@ def resolve(settings: SandboxConfig, root: Path, *, tool: str | None = None,
         writable=tuple(dict.fromkeys(_abs(w, root) for w in writable)),
         visible=tuple(dict.fromkeys(visible)),
         network=network,
-        cache=private_cache(),
+        cache=private_cache(tool, server),
         call_files=call_files,
         enabled=settings.enabled,
         required=settings.required,
