@@ -15,8 +15,25 @@ and kep's schema (the output says whether it was built or reused); --fresh build
 --remove deletes it after the run. Building 10,000 × 100 takes ~3 minutes (it took over 18
 with a trigger per row).
 
-Figures: see the end of this docstring (filled in from a run; the machine is shared, so each
-figure is a median and the load is given).
+Figures (2026-11-26, 2 shared cores, load average 3.9-5.1 from other work: the median of
+three runs of `--runs 9`, each figure itself a median; the corpus reused, built in 184 s):
+
+    query                 one project   --all   (median ms; empty store: under 0.2 ms)
+    rare word (25 msgs)          1.9      1.2
+    common word (33%)            125       62
+    commonest word (89%)          13        5
+    two words                     94       90
+    the error                     94       88
+    the to of and                 61       85
+    phrase (4 words)              44       41
+    prefix conf*                  87       99
+    prefix con*                  157      129   (p95 236 / 207: the only p95 over 200)
+    s*, no match, FTS5 syntax     <1       <1   (s* refused: a prefix needs 3 letters)
+    LIKE scan, rare word: 1.3-2.0 s, 350-1400x the FTS5 search
+    kep sessions search the --json: 350-410 ms, 0.9-1.3x the same on an empty store
+
+Before the bound (same corpus, load ~1.2): common word 0.94 s, "the" 2.6-2.8 s, conf* 0.5-0.6
+s, s* 34 s; the LIKE scan 4.1 s.
 """
 
 from __future__ import annotations
