@@ -3,10 +3,10 @@ kep's (a script's helper, not collected by pytest).
 
 Each session alternates user question, assistant call, tool result, assistant answer. Words
 are drawn Zipf-like (s=1) from a 50,000-word vocabulary whose head is real English and
-programming words ("the" is in ~85% of messages); a fifth of the assistant answers hold a
-code block, tool results are log lines and file listings, and one tool result in 100 is long
-(2,000–12,000 words). Planted for the queries: "kingfisher" in ~1 message in 10,000, and the
-phrase "connection refused by peer" in ~1 tool result in 100.
+programming words ("the" is in 89% of messages, "error" in 33%); a fifth of the assistant
+answers hold a code block, tool results are log lines and file listings, and one tool result
+in 100 is long (1,600-12,800 words, up to ~77 KB). Planted for the queries: "kingfisher" in
+27 messages of the million, and the phrase "connection refused by peer" in ~1,700.
 
 The database is built with kep's own code: Store.open makes the schema; the messages go in
 with executemany in one transaction with the index's triggers and table set aside, and then
