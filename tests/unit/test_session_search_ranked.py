@@ -158,3 +158,19 @@ def test_beyond_the_bound_words_in_most_messages_do_not_rank(
         assert rowids("alpha") == newest_alpha
         assert {h.rank for h in store.search("alpha", None, 5)} == {0.0}
         assert all(("alpha", True) in h.pieces for h in store.search("alpha", None, 5))
+
+
+def test_hostile_words_beyond_the_bound(corpus: tuple[Store, list[str]],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_session_search import HOSTILE
+
+    store, roots = corpus
+    monkeypatch.setattr(session_search, "CANDIDATES", 1)
+    monkeypatch.setattr(session_search, "SAMPLE", 1)
+    with store:
+        for words in [*HOSTILE, "the NEAR(the", 'alpha "alpha -alpha:alpha', "con* the"]:
+            for project in (roots[0], None):
+                try:
+                    store.search(words, project)
+                except SearchError as e:
+                    assert "\n" not in str(e) and "failed" not in str(e), (words, e)
