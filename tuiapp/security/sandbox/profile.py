@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from tuiapp.security import hidden as hidden_list
+from tuiapp.security.sandbox import writable as writable_check
 from tuiapp.security.sandbox.base import Network, Profile
 from tuiapp.settings import paths
 from tuiapp.settings.config_types import SandboxConfig, SandboxRule
@@ -135,13 +136,17 @@ def resolve(settings: SandboxConfig, root: Path, *, tool: str | None = None,
         elif p != root and p != Path("/"):
             visible.append(p)
     visible += [p for p in kep_install() if p != root and p != Path("/")]
-    hidden = list(resolved_hidden(tuple(extra_hidden)))
+    # Relative hidden entries are the project's (against the root, not kep's working folder).
+    hidden = list(resolved_hidden(tuple(str(writable_check.lexical(h, root))
+                                        for h in extra_hidden)))
     hidden += dotenvs if dotenvs is not None else dotenv_files(root)
     return Profile(
         root=root,
         readonly=tuple(dict.fromkeys(readonly)),
         hidden=tuple(dict.fromkeys(hidden)),
-        writable=tuple(dict.fromkeys(_abs(w, root) for w in writable)),
+        # Not resolved here: links are followed, or the entry refused, at each call
+        # (writable.py), since a tool can plant a link at an entry inside the root.
+        writable=tuple(dict.fromkeys(writable_check.lexical(w, root) for w in writable)),
         visible=tuple(dict.fromkeys(visible)),
         network=network,
         cache=private_cache(tool, server),

@@ -24,8 +24,10 @@ from typing import Any, Literal
 
 from tuiapp.security.sandbox import exec_check, walls
 from tuiapp.security.sandbox import profile as profiles
+from tuiapp.security.sandbox import writable as writable_check
 from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
 from tuiapp.security.sandbox.bubblewrap import Bubblewrap
+from tuiapp.security.sandbox.dotenv_index import DotenvIndex
 from tuiapp.security.sandbox.none import NoSandbox
 from tuiapp.settings.config_types import Config, SandboxConfig
 
@@ -42,7 +44,8 @@ class _State:
     settings: SandboxConfig
     root: Path | None = None
     tool_dirs: tuple[str, ...] = ()
-    dotenvs: list[Path] | None = None
+    dotenvs: DotenvIndex | None = None
+    refused: set[Path] = dataclasses.field(default_factory=set)  # said once each
     mechanism: Mechanism | None = None
     warned: bool = False
     asker: Any = None
@@ -69,6 +72,7 @@ def configure(settings: SandboxConfig, root: Path | None, tool_dirs: Sequence[st
     _state.tool_dirs = tuple(tool_dirs)
     _state.dotenvs = None  # searched again on next use
     _state.profiles.clear()
+    _state.refused.clear()
     profiles.forget()  # and the hidden list resolved again
 
 
@@ -262,18 +266,21 @@ def profile_for(cwd: Path | str | None, *, tool: str | None = None, server: str 
     """The profile of one child started in `cwd`. The root is the opened project's when `cwd`
     lies inside it, else `cwd` itself (a child kep starts elsewhere gets that folder)."""
     here = os.path.realpath(cwd if cwd is not None else os.getcwd())
-    # Kept per opened configuration (configure() clears it): resolving builds ~60 paths,
-    # about a millisecond of kep's CPU at every call and every lister.
+    root = _state.root
+    inside = root is not None and (here + "/").startswith(str(root).rstrip("/") + "/")
+    if inside and root is not None:  # `.env` files made since the last call hidden from this
+        if _state.dotenvs is None:
+            _state.dotenvs = DotenvIndex(root)
+        elif _state.dotenvs.refresh():
+            _state.profiles.clear()
+    # Kept per configuration (configure() clears it): resolving costs ~1 ms of CPU a call.
     key = (here, tool, server, profiles.env_key())
     prof = _state.profiles.get(key)
     if prof is None:
-        root = _state.root
-        if root is None or not (here == str(root) or here.startswith(str(root).rstrip("/") + "/")):
+        if not inside or root is None or _state.dotenvs is None:
             root, dotenvs = Path(here), None
         else:
-            if _state.dotenvs is None:
-                _state.dotenvs = profiles.dotenv_files(root)
-            dotenvs = _state.dotenvs
+            dotenvs = _state.dotenvs.files()
         prof = profiles.resolve(_state.settings, root, tool=tool, server=server,
                                 tool_dirs=_state.tool_dirs, dotenvs=dotenvs)
         if len(_state.profiles) >= 256:
@@ -281,7 +288,7 @@ def profile_for(cwd: Path | str | None, *, tool: str | None = None, server: str 
         _state.profiles[key] = prof
     if call_files:
         prof = dataclasses.replace(prof, call_files=tuple(call_files))
-    return walls.widened(prof, tool)
+    return writable_check.bindable(walls.widened(prof, tool), _state.refused, notice)
 
 
 def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, str] | None,
@@ -335,7 +342,9 @@ def walls_to_widen(text: str, *, cwd: Path | str | None, tool: str) -> list[Path
     """The write walls a failed call hit that may be offered for widening (walls.py)."""
     if not active() or not text or walls.asker is None:
         return []
-    return walls.widenable(text, profile_for(cwd, tool=tool), Path(cwd) if cwd else None)
+    prof = profile_for(cwd, tool=tool)
+    found = walls.widenable(text, prof, Path(cwd) if cwd else None)
+    return [p for p in found if writable_check.safe(p, prof)]  # not through a planted link
 
 
 # ---- the starters: each wraps, then starts ---------------------------------------------------
