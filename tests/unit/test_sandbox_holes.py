@@ -146,3 +146,28 @@ async def test_a_dotenv_made_after_a_call_is_hidden_from_the_next(project: Path,
     made.write_text(f"TOKEN={SECRET}\n")
     fin = await run(r, tool(project, "peek", f"cat {name} 2>&1; true"))
     assert SECRET not in fin.result
+
+
+def test_in_a_large_project_a_new_dotenv_is_found_without_a_walk(tmp_path: Path) -> None:
+    """1,500 folders: a `.env` made at the root or beside a known one is found at the next
+    call; one made deep within ceil(folders / SLICE) calls, never by walking again."""
+    from tuiapp.security.sandbox.dotenv_index import SLICE, DotenvIndex
+
+    root = tmp_path / "big"
+    for i in range(1500):
+        (root / f"a{i % 5}" / f"b{i // 5 % 30}" / f"c{i // 150}").mkdir(parents=True,
+                                                                       exist_ok=True)
+    (root / "a1" / ".env").write_text("K=1\n")
+    index = DotenvIndex(root)
+    folders = len(index.folders)
+    assert folders > 2 * SLICE
+    for made in (root / ".env.local", root / "a1" / ".env.production", root / "a3" / ".env"):
+        made.write_text(f"TOKEN={SECRET}\n")
+        assert index.refresh() and made in index.files()
+    deep = root / "a2" / "b7" / "c4" / ".env"
+    deep.write_text(f"TOKEN={SECRET}\n")
+    calls = 0
+    while deep not in index.files():
+        index.refresh()
+        calls += 1
+        assert calls <= -(-folders // SLICE), "a deep .env was not found in its turn"
