@@ -171,3 +171,23 @@ def test_in_a_large_project_a_new_dotenv_is_found_without_a_walk(tmp_path: Path)
         index.refresh()
         calls += 1
         assert calls <= -(-folders // SLICE), "a deep .env was not found in its turn"
+
+
+def test_a_wall_widened_through_a_planted_link_is_not_bound(
+        project: Path, tmp_path: Path, notices: list[str]) -> None:
+    """A session answer for a path a tool named through a link it planted in a folder it may
+    write (here: the root) binds nothing; a real folder outside stays widened."""
+    from tuiapp.security.sandbox import walls
+
+    (project / "door").symlink_to(Path(os.environ["HOME"]))
+    real = tmp_path / "notes"
+    real.mkdir()
+    spawn.configure(SandboxConfig(), project)
+    walls.allow_for_session("wt", project / "door" / "sub")
+    walls.allow_for_session("wt", real)
+    try:
+        got = spawn.profile_for(project, tool="wt").writable
+    finally:
+        walls._session.pop("wt", None)
+    assert got == (real,)
+    assert any("door" in n and "not bound" in n for n in notices)
