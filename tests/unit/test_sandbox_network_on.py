@@ -49,9 +49,9 @@ async def test_on_refuses_sockets_that_bypass_the_proxy(project: Path, web: int,
                                                         asked: Questions) -> None:
     rec = Recorder()
     body = (f"{direct(web)}; {PY} -c \"import socket; s = socket.socket(socket.AF_INET, "
-            f"socket.SOCK_DGRAM); s.sendto(b'x', ('1.1.1.1', 53)); print('udp ok')\" 2>&1 | tail -1;"
-            f" {PY} -c \"import socket; socket.getaddrinfo('example.com', 443); print('dns ok')\""
-            f" 2>&1 | tail -1")
+            f"socket.SOCK_DGRAM); s.sendto(b'x', ('1.1.1.1', 53)); print('udp ok')\" 2>&1 "
+            f"| tail -1; {PY} -c \"import socket; socket.getaddrinfo('example.com', 443); "
+            f"print('dns ok')\" 2>&1 | tail -1")
     fin = await run(runner(project, network="on"), tool(project, "raw", body), rec=rec)
     assert "direct ok" not in fin.result
     assert "udp ok" not in fin.result and "dns ok" not in fin.result
@@ -95,3 +95,21 @@ async def test_an_mcp_server_with_on_is_started_behind_the_proxy(project: Path) 
                           server="other")
     assert plain.env is not None and "HTTPS_PROXY" not in plain.env  # "off": no proxy at all
     assert "--unshare-net" in plain.argv
+
+
+def test_kep_sandbox_network_says_which_hosts_it_reached(project: Path, web: int) -> None:
+    """`kep sandbox --network -- CMD` runs CMD with network "on": through the proxy, and the
+    hosts reached are said after it."""
+    import subprocess
+    import sys
+
+    from tuiapp.security import trust
+
+    trust.trust(project)
+    done = subprocess.run([sys.executable, "-m", "tuiapp", "sandbox", "--network", "--", PY,
+                           "-c", f"import urllib.request as u; print(u.urlopen("
+                           f"'http://127.0.0.1:{web}/', timeout=5).read().decode().strip())"],
+                          cwd=project, text=True, capture_output=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "hello from the host\n"
+    assert f"sandbox: network reached through kep's proxy: 127.0.0.1:{web}" in done.stderr

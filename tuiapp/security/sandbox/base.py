@@ -55,7 +55,9 @@ class Profile:
         lines += [f"hidden: {p}" for p in self.hidden]
         lines += [f"hidden (host service sockets): {p}" for p in self.hidden_sockets]
         if self.network == "on":
-            lines.append("network: on (the host's network)")
+            lines.append("network: on (every host through kep's proxy, HTTP and HTTPS CONNECT, "
+                         "without asking; each host reached is logged; direct sockets, UDP "
+                         "and DNS are refused)")
         elif self.network == "off":
             lines.append("network: off (every socket to anything outside is refused)")
         else:

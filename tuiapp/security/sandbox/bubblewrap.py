@@ -91,7 +91,7 @@ class Bubblewrap(Mechanism):
             # (root in the joined namespace: map back to the user's own ids inside)
             args[args.index("--unshare-user") + 1:args.index("--unshare-user") + 1] = [
                 "--uid", str(os.getuid()), "--gid", str(os.getgid())]
-        elif profile.network != "on":
+        else:  # "off", or no proxy to join ("on" included): loopback only, nothing outside
             args.append("--unshare-net")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         for sock in profile.hidden_sockets:

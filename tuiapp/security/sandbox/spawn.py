@@ -136,10 +136,11 @@ def _warn_once() -> None:
 
 
 def needs_proxy(settings: SandboxConfig) -> bool:
-    """Does any child's profile let it reach the network through kep (ask or a host list)?"""
+    """Does any child's profile let it reach the network ("on", "ask" or a host list)? All of
+    them go through kep's proxy, "on" too: what it reached is logged."""
     nets = [settings.network, *(r.network for r in (*settings.tools.values(),
                                                     *settings.servers.values()))]
-    return any(n is not None and n not in ("off", "on") for n in nets)
+    return any(n is not None and n != "off" for n in nets)
 
 
 def set_network_asker(asker: Any) -> None:
@@ -287,7 +288,7 @@ def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, st
         prof = dataclasses.replace(prof, visible=(*prof.visible, *visible, *on_path))
     if kind in ("lister", "forkserver", "helper"):
         prof = dataclasses.replace(prof, network="off")  # listing a tool needs no network
-    elif prof.network not in ("off", "on") and _state.proxy is not None and _holder_alive():
+    elif prof.network != "off" and _state.proxy is not None and _holder_alive():
         token = _state.proxy.register(tool or server or "?", prof.network)
         prof = dataclasses.replace(
             prof, proxy=(_state.holder_pid, f"http://{token}:x@127.0.0.1:{_state.port}"))
