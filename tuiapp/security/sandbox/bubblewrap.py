@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
+from tuiapp.security.subpath import under as _under  # on strings: the hot path
 
 # Set for runtimes inside the sandbox so their caches land in the private cache folder, not
 # in the user's real (read-only there) home folders.
@@ -34,13 +35,6 @@ CACHE_ENV = {
     "XDG_CACHE_HOME": "xdg",
     "UV_CACHE_DIR": "uv",
 }
-
-
-def _under(path: Path, base: Path) -> bool:
-    # On strings: `base in path.parents` builds a Path per ancestor, and wrap() asks this
-    # for every hidden path against every shown one (most of a call's start-up time).
-    p, b = str(path), str(base)
-    return p == b or p.startswith(b if b.endswith("/") else b + "/")
 
 
 class Bubblewrap(Mechanism):

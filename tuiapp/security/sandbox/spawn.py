@@ -26,6 +26,7 @@ from tuiapp.security.sandbox import profile as profiles
 from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
 from tuiapp.security.sandbox.bubblewrap import Bubblewrap
 from tuiapp.security.sandbox.none import NoSandbox
+from tuiapp.security.subpath import under
 from tuiapp.settings.config_types import Config, SandboxConfig
 
 Kind = Literal["tool", "lister", "forkserver", "mcp", "helper"]
@@ -252,7 +253,7 @@ def profile_for(cwd: Path | str | None, *, tool: str | None = None, server: str 
     lies inside it, else `cwd` itself (a child kep starts elsewhere gets that folder)."""
     here = Path(os.path.realpath(cwd if cwd is not None else os.getcwd()))
     root = _state.root
-    if root is None or not (here == root or root in here.parents):
+    if root is None or not under(here, root):
         root, dotenvs = here, None
     else:
         if _state.dotenvs is None:
