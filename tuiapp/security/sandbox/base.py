@@ -28,6 +28,9 @@ class Profile:
     network: Network = "off"
     cache: Path | None = None  # a private writable folder for runtimes' caches (npm, pip, …)
     call_files: tuple[Path, ...] = ()  # files kep made for this one call ($LLM_OUTPUT)
+    # kep's own files shown read-only through its hidden folders: the trust records, to MCP
+    # servers (a `kep mcp serve` one decides with them; they hold no key).
+    kep_files: tuple[Path, ...] = ()
     # The shared network namespace to join (its holder's pid) and this call's proxy URL;
     # None: a namespace of its own with nothing in it but loopback.
     proxy: tuple[int, str] | None = None

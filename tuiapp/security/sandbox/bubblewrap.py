@@ -131,6 +131,9 @@ class Bubblewrap(Mechanism):
         for extra in profile.call_files:
             if extra.is_file() and not extra.is_symlink():
                 args += ["--bind", str(extra), str(extra)]
+        for own in profile.kep_files:  # read-only, in the empty folder hiding the rest
+            if own.is_file() and not own.is_symlink():
+                args += ["--ro-bind", str(own), str(own)]
         args += remount
         if cwd is not None:
             args += ["--chdir", str(cwd)]

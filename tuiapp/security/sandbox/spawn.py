@@ -287,6 +287,10 @@ def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, st
                 if os.path.realpath(p).startswith("/tmp/")]
     if visible or on_path:
         prof = dataclasses.replace(prof, visible=(*prof.visible, *visible, *on_path))
+    if kind == "mcp":  # a `kep mcp serve` reads its project's trust decision (read-only)
+        from tuiapp.security import trust
+
+        prof = dataclasses.replace(prof, kep_files=(trust.records_file(),))
     if kind in ("lister", "forkserver", "helper"):
         prof = dataclasses.replace(prof, network="off")  # listing a tool needs no network
     elif prof.network != "off" and _state.proxy is not None and _holder_alive():
