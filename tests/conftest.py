@@ -114,6 +114,17 @@ def fresh_provider_lessons() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def default_sandbox_settings() -> None:
+    """The sandbox's settings are process-wide (the opened project's `[sandbox]`): each test
+    starts with the defaults, so one test's `required = true` never refuses the next test's
+    children (the fork server's tests failed after the sandbox's `required` test)."""
+    from tuiapp.security.sandbox import spawn
+    from tuiapp.settings.config_types import SandboxConfig
+
+    spawn.configure(SandboxConfig(), None)
+
+
+@pytest.fixture(autouse=True)
 def isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Path:

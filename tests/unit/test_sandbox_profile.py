@@ -143,3 +143,25 @@ def test_kep_sandbox_explain_and_run(project: Path) -> None:
     assert done.stderr.startswith(("sandbox: ", "mechanism: "))
     done = kep(project, "sandbox", "--", "no-such-command-kep")
     assert done.returncode == 127 and done.stderr.count("\n") <= 3
+
+
+async def test_listers_starting_together_probe_the_sandbox_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-time probe is a whole sandboxed run: listers and calls that start together
+    wait for one probe, not one each (six ran at the start of a listing of 20 shell tools)."""
+    import asyncio
+    import time
+
+    probes: list[int] = []
+
+    def slow_probe(mech: object) -> None:
+        probes.append(1)
+        time.sleep(0.2)
+
+    monkeypatch.setattr(spawn._state, "mechanism", None)
+    monkeypatch.delenv("KEP_SANDBOX_MECHANISM", raising=False)
+    monkeypatch.setattr(spawn, "_probe", slow_probe)
+    monkeypatch.setattr(spawn.Bubblewrap, "missing", lambda self: None)
+    await asyncio.gather(*(spawn._ensure_probed() for _ in range(8)))
+    assert len(probes) == 1
+    assert spawn._state.mechanism is not None and spawn._state.mechanism.name == "bubblewrap"

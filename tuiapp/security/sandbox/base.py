@@ -53,7 +53,7 @@ class Profile:
                  f"writable: {self.root} (the project root)", "writable: a private /tmp"]
         lines += [f"writable: {p}" for p in self.writable]
         if self.cache is not None:
-            lines.append(f"writable: {self.cache} (private caches: npm, pip, Python bytecode)")
+            lines.append(f"writable: {self.cache} (private caches: npm, pip, uv, XDG)")
         lines += [f"read-only inside the root: {p}" for p in self.readonly]
         lines += [f"hidden: {p}" for p in self.hidden]
         lines += [f"hidden (host service sockets): {p}" for p in self.hidden_sockets]
