@@ -104,3 +104,16 @@ def test_security_has_one_subpath_check() -> None:
                 found.append(f"{file.name}:{node.lineno}: `in .parents`")
     assert found == [], found
     assert os.path.exists(SECURITY / "subpath.py")
+
+
+@pytest.mark.parametrize("printed", [
+    "cannot create /home/u/a\0b: Read-only file system",  # NUL: no file can have it
+    "cannot create /home/u/" + "a" * (2 << 20) + ": Read-only file system",  # 2 MB
+    "cannot create /home/u/\x1b]52;c;eA==\x07: Read-only file system",
+    "cannot create \udcff/x: Read-only file system",
+])
+def test_hostile_paths_in_a_tools_output_get_a_line_not_a_traceback(printed: str,
+                                                                    tmp_path: Path) -> None:
+    lines = denials.explain(printed, Profile(root=tmp_path), tmp_path)
+    assert len(lines) == 1 and lines[0].startswith("sandbox: write")
+    assert real("/a/\0/../b") == Path("/a/b")

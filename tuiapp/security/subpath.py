@@ -14,8 +14,12 @@ from pathlib import Path
 
 
 def real(path: str | Path) -> Path:
-    """`path` with its links followed and its `..` resolved, as the kernel would open it."""
-    return Path(os.path.realpath(path))
+    """`path` with its links followed and its `..` resolved, as the kernel would open it. A
+    path no file can have (a NUL byte in what a tool printed) is only normalised."""
+    try:
+        return Path(os.path.realpath(path))
+    except ValueError:
+        return Path(os.path.normpath(path))
 
 
 def _normal(s: str) -> str:
