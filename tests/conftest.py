@@ -40,10 +40,10 @@ PYCACHE = str(REPO / ".pytest_cache" / "kep-pycache")
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """The whole suite (`pytest` with no paths) runs on every core by default (two workers a
     core), without the tests marked `slow` (`-m slow` runs just those, KEP_TEST_SLOW=1
-    everything); a few files named on the command line run in one process. `-n N` (`-n 0`: one process) or
-    `-p no:xdist` choose otherwise. The tests of one xdist_group (the pseudo-terminal ones,
-    which wait on a real terminal's pace) share a worker, so they never compete with each
-    other for the cores."""
+    everything); a few files named on the command line run in one process. `-n N` (`-n 0`:
+    one process) or `-p no:xdist` choose otherwise. The tests of one xdist_group (the
+    pseudo-terminal ones, which wait on a real terminal's pace) share a worker, so they never
+    compete with each other for the cores."""
     if (config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.markexpr
             and not os.environ.get("PYTEST_XDIST_WORKER")
             and os.environ.get("KEP_TEST_SLOW") != "1"):
