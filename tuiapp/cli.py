@@ -171,7 +171,8 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--explain", action="store_true",
                    help="print the resolved profile and the mechanism, run nothing")
-    p.add_argument("--network", action="store_true", help="allow the network for this run")
+    p.add_argument("--network", action="store_true",
+                   help="allow every host for this run, through kep's proxy (logged)")
     p.add_argument("--write", action="append", default=[], metavar="PATH",
                    help="also writable for this run (repeatable)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",

@@ -1,14 +1,23 @@
 #!/usr/bin/env python3
 """Sandbox overhead: one tool call, and cold discovery, with and without the walls, in one run
-(same interpreter, alternating, medians). The mechanism is named in the output.
+(same interpreter, alternating rounds, medians). The mechanism is named in the output.
 
-    .venv/bin/python tests/bench/sandbox_overhead.py [--calls 60] [--reps 5] [--tools 100]
+    .venv/bin/python tests/bench/sandbox_overhead.py [--calls 40] [--rounds 3] [--reps 5]
+                                                     [--tools 100]
 
 Per call: a trivial `#!/bin/sh` keprompt tool run through the runner (what a model's call
-costs kep), wall time per call and CPU of the children (user+sys, via RUSAGE_CHILDREN: less
-noisy than wall time on a busy machine). Discovery: `kep functions --json` in a fresh
-process with an empty declaration cache on a corpus of half Python, half shell tools (the
-fork server and the listers are children too), walls on vs `KEP_SANDBOX_MECHANISM=none`.
+costs kep), in a fresh process per round, walls on and `none` alternating. Printed: wall time
+per call (median), kep's own CPU per call (getrusage of kep's process), and the CPU of
+everything kep started for it (`perf stat -p` on kep's process: it follows every descendant;
+getrusage(RUSAGE_CHILDREN) cannot, bubblewrap's monitor exits without reaping the PID
+namespace's init, so that CPU never reaches kep). Without perf the children's CPU is n/a.
+Then the parts of one sandboxed start, measured the same way: a plain exec, bubblewrap with
+kep's walls, and nsenter (how a call with network joins the namespace of kep's proxy).
+
+Discovery: `kep functions --json` in a fresh process with an empty declaration cache on a
+corpus of half Python, half shell tools (the fork server and the listers are children too),
+walls on vs `KEP_SANDBOX_MECHANISM=none`; the sandbox's private caches are kept between runs
+(as the user's own are, without the walls).
 Targets (issue 23): <= 5 ms more per call; discovery within 10%.
 """
 
@@ -16,9 +25,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -33,71 +44,182 @@ sys.path.insert(0, str(REPO / "tests" / "bench"))
 from discovery import make_project  # noqa: E402
 
 
-def children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+def _perf() -> str | None:
+    """perf, when it is there and may count this user's processes."""
+    perf = shutil.which("perf")
+    if perf is None:
+        return None
+    done = subprocess.run([perf, "stat", "-x,", "-e", "task-clock", "--", "true"],
+                          capture_output=True, text=True, check=False)
+    try:
+        float(done.stderr.strip().splitlines()[-1].split(",")[0])
+    except (ValueError, IndexError):
+        return None
+    return perf if done.returncode == 0 else None
+
+
+PERF = _perf()
 
 
 def own_cpu() -> float:
-    """kep's own CPU (building the walls' command line is kep's time, not the child's)."""
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 
 
-async def calls(root: Path, n: int, walls: bool) -> tuple[float, float, float]:
-    """(median wall s, mean children CPU s, mean kep CPU s) per call."""
-    from tuiapp.security.sandbox import spawn
-    from tuiapp.security.sandbox.none import NoSandbox
+# ---- the child: one round of calls -----------------------------------------------------------
+
+async def _calls(root: Path, n: int) -> dict[str, float]:
     from tuiapp.settings import config
     from tuiapp.tools.runner import Runner
     from tuiapp.vocab.messages import ToolCall
     from tuiapp.vocab.tool_specs import ToolSpec
 
-    saved = spawn._state.mechanism
-    if not walls:
-        spawn._state.mechanism = NoSandbox("benchmark baseline")
-    try:
-        exe = root / "prompts" / "functions" / "sh_tool_0000"
-        spec = ToolSpec("sh_tool_0", "t", {"type": "object"}, "keprompt", str(exe),
-                        run={"exe": str(exe)})
-        runner = Runner(config.parse({"tools": {"builtins": False}}, "bench", root),
-                        spool_dir=root / ".spool")
-        walls_s = []
-        cpu0, own0 = children_cpu(), own_cpu()
-        for i in range(n):
-            t0 = time.perf_counter()
-            fin = await runner.execute(spec, ToolCall(f"c{i}", "sh_tool_0", {"text": "x"}),
-                                       lambda e: None)
-            walls_s.append(time.perf_counter() - t0)
-            assert fin.status == "ok", fin.result
-        return (statistics.median(walls_s), (children_cpu() - cpu0) / n,
-                (own_cpu() - own0) / n)
-    finally:
-        spawn._state.mechanism = saved
+    exe = root / "prompts" / "functions" / "sh_tool_0000"
+    spec = ToolSpec("sh_tool_0", "t", {"type": "object"}, "keprompt", str(exe),
+                    run={"exe": str(exe)})
+    runner = Runner(config.parse({"tools": {"builtins": False}}, "bench", root),
+                    spool_dir=root / ".spool")
+
+    async def one(i: int) -> float:
+        t0 = time.perf_counter()
+        fin = await runner.execute(spec, ToolCall(f"c{i}", "sh_tool_0", {"text": "x"}),
+                                   lambda e: None)
+        assert fin.status == "ok", fin.result
+        return time.perf_counter() - t0
+
+    for i in range(3):  # untimed: the probe, the proxy and its namespace start here
+        await one(-i - 1)
+    print("ready", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    own0 = own_cpu()
+    walls_s = [await one(i) for i in range(n)]
+    return {"wall": statistics.median(walls_s), "kep_cpu": (own_cpu() - own0) / n}
+
+
+def child(root: Path, n: int) -> None:
+    from tuiapp.security.sandbox import spawn
+
+    print("mechanism", spawn.mechanism().name, flush=True)
+    print(json.dumps(asyncio.run(_calls(root, n))), flush=True)
+
+
+# ---- the parent ------------------------------------------------------------------------------
+
+def calls_round(root: Path, env: dict[str, str], n: int, walls: bool) -> dict[str, float]:
+    run_env = dict(env) if walls else {**env, "KEP_SANDBOX_MECHANISM": "none"}
+    proc = subprocess.Popen([sys.executable, __file__, "--child", str(root), "--calls", str(n)],
+                            env=run_env, cwd=root, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    mech = proc.stdout.readline().split()[-1]
+    if proc.stdout.readline().strip() != "ready":
+        raise SystemExit("the calls did not start")
+    perf = None
+    if PERF:
+        perf = subprocess.Popen([PERF, "stat", "-x,", "-e", "task-clock", "-p", str(proc.pid)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.3)  # attached before the first timed call
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+    out = json.loads(proc.stdout.readline())
+    out["mechanism"] = mech  # type: ignore[assignment]
+    out["tree_cpu"] = float("nan")
+    if perf is not None:
+        perf.send_signal(signal.SIGINT)
+        err = perf.communicate(timeout=10)[1]
+        try:
+            out["tree_cpu"] = float(err.strip().splitlines()[-1].split(",")[0]) / 1000 / n
+        except (ValueError, IndexError):
+            pass
+    proc.stdin.close()
+    proc.wait(10)
+    return out
+
+
+def exec_cost(argv: list[str], n: int) -> tuple[float, float]:
+    """(median wall, CPU per run) of one command: CPU by perf when there is one."""
+    walls = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=True)
+        walls.append(time.perf_counter() - t0)
+    cpu = float("nan")
+    if PERF:
+        done = subprocess.run([PERF, "stat", "-x,", "-r", str(n), "-e", "task-clock", "--",
+                               *argv], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, check=False)
+        try:
+            cpu = float(done.stderr.strip().splitlines()[-1].split(",")[0]) / 1000
+        except (ValueError, IndexError):
+            pass
+    return statistics.median(walls), cpu
+
+
+def parts(root: Path, n: int) -> list[tuple[str, float, float]]:
+    """A sandboxed start taken apart: a plain exec, bwrap with kep's walls, + nsenter."""
+    from tuiapp.security.sandbox import spawn
+    from tuiapp.settings import config
+
+    if spawn.mechanism().name != "bubblewrap":
+        return []
+    spawn.use_config(config.parse({"tools": {"builtins": False}}, "bench", root))
+    exe = str(root / "prompts" / "functions" / "sh_tool_0000")
+    walls = spawn.prepare([exe], cwd=root, env=None, kind="lister").argv
+    nsenter, unshare = shutil.which("nsenter"), shutil.which("unshare")
+    rows = [("plain exec of the tool", *exec_cost([exe], n)),
+            ("bwrap with kep's walls", *exec_cost(walls, n))]
+    if nsenter and unshare:
+        holder = subprocess.Popen([unshare, "--user", "--map-root-user", "--net", "sleep", "60"])
+        time.sleep(0.2)
+        try:
+            rows.append(("nsenter into a held namespace", *exec_cost(
+                [nsenter, "--user", "--net", "-t", str(holder.pid), "--preserve-credentials",
+                 "--", exe], n)))
+        finally:
+            holder.kill()
+            holder.wait()
+    return rows
 
 
 def discovery(root: Path, env: dict[str, str], walls: bool) -> tuple[float, float]:
     cache = Path(env["KEP_CACHE_DIR"])
-    shutil.rmtree(cache, ignore_errors=True)
+    for entry in cache.iterdir() if cache.is_dir() else ():
+        if entry.name != "sandbox-cache":
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
     for snap in Path(env["KEP_STATE_DIR"]).rglob("*snapshot*"):
         snap.unlink()
     run_env = dict(env) if walls else {**env, "KEP_SANDBOX_MECHANISM": "none"}
-    c0 = children_cpu()
+    run_env["PYTHONPATH"] = str(REPO)  # this tree's kep, whatever the venv has installed
+    argv = [sys.executable, "-m", "tuiapp", "functions", "--json", "--project", str(root)]
+    if PERF:
+        argv = [PERF, "stat", "-x,", "-e", "task-clock", "--", *argv]
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "tuiapp", "functions", "--json", "--project",
-                           str(root)], env=run_env, cwd=root, capture_output=True, check=False)
+    done = subprocess.run(argv, env=run_env, cwd=root, capture_output=True, check=False)
     wall = time.perf_counter() - t0
     if done.returncode != 0 or done.stdout.count(b'"name"') < 2:
         raise SystemExit(f"discovery failed: {done.stderr.decode()[-2000:]}")
-    return wall, children_cpu() - c0
+    cpu = float("nan")
+    if PERF:
+        cpu = float(done.stderr.decode().strip().splitlines()[-1].split(",")[0]) / 1000
+    return wall, cpu
+
+
+def ms(x: float) -> str:
+    return "    n/a" if x != x else f"{x * 1000:7.2f}"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--calls", type=int, default=60)
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=40, help="timed calls per round")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=5, help="discovery runs each way")
     ap.add_argument("--tools", type=int, default=100)
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.child:
+        child(Path(a.child), a.calls)
+        return
     tmp = Path(tempfile.mkdtemp(prefix="kep-sbx-bench-"))
     try:
         home = tmp / "home"
@@ -113,29 +235,36 @@ def main() -> None:
         mech = spawn.mechanism()
         print(f"mechanism: {mech.name}" + (f" (unavailable: {mech.missing()})"
                                            if mech.missing() else ""))
-        print(f"load average: {os.getloadavg()[0]:.2f} (figures under load are not a quiet "
-              "machine's)")
-        on_w, on_c, off_w, off_c, on_k, off_k = [], [], [], [], [], []
-        for _ in range(3):  # alternating rounds
-            w, c, k = asyncio.run(calls(root, a.calls // 3, False))
-            off_w.append(w)
-            off_c.append(c)
-            off_k.append(k)
-            w, c, k = asyncio.run(calls(root, a.calls // 3, True))
-            on_w.append(w)
-            on_c.append(c)
-            on_k.append(k)
-        ow, nw = statistics.median(off_w), statistics.median(on_w)
-        oc, nc = statistics.mean(off_c), statistics.mean(on_c)
-        print(f"per call     without {ow * 1000:7.2f} ms   with {nw * 1000:7.2f} ms   "
-              f"+{(nw - ow) * 1000:.2f} ms wall (target <= 5 ms)")
-        print(f"  child CPU  without {oc * 1000:7.2f} ms   with {nc * 1000:7.2f} ms   "
-              f"+{(nc - oc) * 1000:.2f} ms")
-        ok, nk = statistics.mean(off_k), statistics.mean(on_k)
-        print(f"  kep CPU    without {ok * 1000:7.2f} ms   with {nk * 1000:7.2f} ms   "
-              f"+{(nk - ok) * 1000:.2f} ms")
+        print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (figures "
+              "under load are not a quiet machine's)")
+        print("CPU of what kep starts: " + ("perf stat (follows every descendant)" if PERF else
+              "n/a without perf (bwrap's PID namespace hides it from getrusage)"))
+        on, off = [], []
+        for _ in range(a.rounds):  # alternating rounds, a fresh process each
+            off.append(calls_round(root, env, a.calls, False))
+            on.append(calls_round(root, env, a.calls, True))
+        print(f"per call ({a.calls} x {a.rounds} rounds, mechanism in the round: "
+              f"{on[0]['mechanism']})")
+
+        def med(rows: list[dict[str, float]], k: str) -> float:
+            vals = [r[k] for r in rows if r[k] == r[k]]
+            return statistics.median(vals) if vals else float("nan")
+
+        for label, key in (("wall", "wall"), ("kep CPU", "kep_cpu"),
+                           ("children CPU", "children")):
+            for r in (*on, *off):
+                r["children"] = r["tree_cpu"] - r["kep_cpu"]
+            w, o = med(off, key), med(on, key)
+            print(f"  {label:13s} without {ms(w)} ms   with {ms(o)} ms   +{ms(o - w).strip()} ms"
+                  + ("   (target <= 5 ms)" if key == "wall" else ""))
+        rows = parts(root, max(10, a.calls // 2))
+        if rows:
+            print("one sandboxed start, taken apart (median wall, CPU):")
+            for name, w, c in rows:
+                print(f"  {name:32s} {ms(w)} ms wall  {ms(c)} ms CPU")
         d_on, d_off = [], []
-        discovery(root, env, True)  # untimed warm-up of the page cache
+        discovery(root, env, True)  # untimed: the page cache, the sandbox's private cache
+        discovery(root, env, False)
         for _ in range(a.reps):
             d_off.append(discovery(root, env, False))
             d_on.append(discovery(root, env, True))
@@ -145,8 +274,9 @@ def main() -> None:
         c_on = statistics.median(c for _, c in d_on)
         print(f"discovery ({a.tools} tools, cold)  without {w_off * 1000:7.1f} ms   with "
               f"{w_on * 1000:7.1f} ms   ratio {w_on / w_off:.3f} (target <= 1.10)")
-        print(f"  CPU of the process tree   without {c_off * 1000:7.1f} ms   with "
-              f"{c_on * 1000:7.1f} ms   ratio {c_on / c_off:.3f}")
+        if c_off == c_off:
+            print(f"  CPU of the process tree   without {c_off * 1000:7.1f} ms   with "
+                  f"{c_on * 1000:7.1f} ms   ratio {c_on / c_off:.3f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -120,8 +120,9 @@ async def test_the_workbench_keys_work_wherever_the_keyboard_is(proj: Path) -> N
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, app.tools_ready.is_set, what="tools")
         assert app.open_tool("shout")
-        await until(pilot, lambda: app.bench() is not None and app.bench().query("#bench-form"),
-                    what="the workbench")
+        # The form's fields are composed a frame after the form itself.
+        await until(pilot, lambda: app.bench() is not None
+                    and app.bench().query("#bench-form Input"), what="the workbench's fields")
         bench = app.bench()
         field = bench.query_one("#bench-form Input", Input)
         field.focus()

@@ -19,6 +19,9 @@ import httpx2
 import pytest
 from conftest import KEP, kep_env
 
+# End to end through real kep processes and MCP servers: run by `.ci/run` (-m slow).
+pytestmark = pytest.mark.slow
+
 FAKE = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_oauth_server.py")
 
 

@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import KEP, kep_env
+
+# End to end through real kep processes and MCP servers: run by `.ci/run` (-m slow).
+pytestmark = pytest.mark.slow
 
 PEER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_peer_server.py")
 ALLOW_TOOLS = '[[approval.rules]]\ntool = "peer_.*"\naction = "allow"\n'

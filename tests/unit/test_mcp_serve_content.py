@@ -14,6 +14,9 @@ from mcp import Client, StdioServerParameters
 from mcp import types as mt
 from mcp.shared.exceptions import MCPError
 
+# End to end through real kep processes and MCP servers: run by `.ci/run` (-m slow).
+pytestmark = pytest.mark.slow
+
 SECRET = "sk-live-abcdefghijklmnop0123456789"
 GREETING = """.prompt {"name": "greet", "params": {"tone": "warm"}}
 .system You are a <<tone>> assistant.

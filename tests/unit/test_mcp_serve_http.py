@@ -18,8 +18,12 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+# End to end through real kep processes and MCP servers: run by `.ci/run` (-m slow).
+pytestmark = pytest.mark.slow
+
 TOOLS = r'''#!/usr/bin/env python3
 import json, os, sys
+
 if sys.argv[1] == "--list-functions":
     print(json.dumps([{"name": "leak", "description": "Print the environment's token",
                        "parameters": {"type": "object"}}]))

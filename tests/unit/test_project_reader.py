@@ -48,6 +48,11 @@ def kep(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 COMMANDS = [("functions",), ("run", "--model", "offline", "hi"), ("config",), ("trust",),
             ("mcp", "list")]
+# Every command reads the project through the one reader: the whole matrix (a kep process
+# each) runs with the slow tests; the README's command tries each hostile file on the first
+# command and each command on the deepest files.
+MATRIX_COMMANDS = [pytest.param(c, marks=() if i == 0 else pytest.mark.slow)
+                   for i, c in enumerate(COMMANDS)]
 
 
 def no_traceback(res: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -102,7 +107,7 @@ HOSTILE: dict[str, Callable[[Path, str], None]] = {
 }
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+@pytest.mark.parametrize("command", MATRIX_COMMANDS, ids=" ".join)
 @pytest.mark.parametrize("name", ["kep.toml", "mcp.json", "config.yaml"])
 @pytest.mark.parametrize("kind", list(HOSTILE))
 def test_a_hostile_config_file_in_an_untrusted_checkout_is_one_line(

@@ -97,6 +97,26 @@ async def test_kep_environment_is_not_readable(project: Path) -> None:
     assert kep not in out and "environ-readable" not in out
 
 
+async def test_walls_kept_between_calls_cover_what_appears_after_the_first(
+        project: Path) -> None:
+    """kep keeps each profile's walls between calls (building them cost a millisecond a
+    call): a hidden folder and a `.git` made after the first call are walled at the next
+    one, not left out of walls built before they existed."""
+    vault = project / "vault"
+    cfg = config.parse({"tools": {"builtins": False}, "sandbox": {"hidden": [str(vault)]}},
+                       "test", project)
+    same = Runner(cfg, spool_dir=project / ".spool")
+    first = await run(same, tool(project, "first", "echo first"))
+    assert first.result.strip() == "first"
+    vault.mkdir()
+    (vault / "key").write_text(SECRET)
+    (project / ".git").mkdir()
+    fin = await run(same, tool(project, "attack", "cat vault/key 2>&1; "
+                                                  "echo x > .git/planted 2>&1; true"))
+    assert SECRET not in fin.result
+    assert not (project / ".git" / "planted").exists()
+
+
 # ---- writes ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("target", [
@@ -118,6 +138,48 @@ async def test_writes_outside_the_allowed_places_are_refused(project: Path,
     assert after == before, out
     if path.parent != project:  # beside kep.toml, in the root itself, a new file is fine
         assert not Path(str(path) + ".lnk").exists()
+
+
+PLANT = f"""printf 'print("PWNED-BYTECODE")\\n' > evil.py
+{PY} - <<'PY' 2>&1
+import importlib.util, py_compile
+target = importlib.util.cache_from_source(importlib.util.find_spec("colorsys").origin)
+# An unchecked-hash pyc is loaded without looking at the source it claims to be.
+py_compile.compile("evil.py", cfile=target,
+                   invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+print("planted", target)
+PY
+true"""
+
+
+async def test_a_call_cannot_plant_bytecode_that_a_later_call_loads(project: Path) -> None:
+    """Bytecode a call writes where Python looks for compiled modules (a shared cache folder
+    would be one) must never be loaded by the next call's Python (the fork server's included)."""
+    planted = await call(project, PLANT)
+    out = await call(project,
+                     f"{PY} -c 'import colorsys, sys; print(\"prefix\", sys.pycache_prefix)'")
+    assert "PWNED-BYTECODE" not in out, planted
+    assert "prefix None" in out, out  # the interpreter's and the venv's compiled files count
+
+
+async def test_a_tool_cannot_poison_another_tools_caches(project: Path) -> None:
+    """pip installs a cached wheel as is: a tool's caches are its own, not another's."""
+    plant = ('for v in "$PIP_CACHE_DIR" "$npm_config_cache" "$UV_CACHE_DIR" "$XDG_CACHE_HOME"; '
+             'do mkdir -p "$v" && echo poisoned > "$v/planted" && echo "in $v"; done')
+    planted = await call(project, plant)
+    assert planted.count("in /") == 4, planted
+    look = ('for v in "$PIP_CACHE_DIR" "$npm_config_cache" "$UV_CACHE_DIR" "$XDG_CACHE_HOME"; '
+            'do cat "$v/planted" 2>/dev/null; echo "dir $v"; done')
+    cache_root = Path(os.environ["KEP_CACHE_DIR"]).resolve() / "sandbox-cache"
+    for name in ("victim", "../attack", "attack\n"):
+        seen = (await run(runner(project), tool(project, "victim", look))).result \
+            if name == "victim" else "\n".join(
+                f"dir {p}" for p in [spawn.profile_for(project, tool=name).cache])
+        assert "poisoned" not in seen, (name, seen)
+        for line in seen.splitlines():
+            folder = Path(line.removeprefix("dir ")).resolve()
+            assert cache_root in folder.parents, (name, folder)
+            assert not (folder / "planted").exists(), (name, folder)
 
 
 async def test_the_project_and_a_private_tmp_are_writable(project: Path) -> None:

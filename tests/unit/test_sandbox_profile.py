@@ -82,10 +82,19 @@ async def test_writable_and_per_tool_network_widen_the_walls(project: Path,
     srv.bind(("127.0.0.1", 0))
     srv.listen(1)
     hits: list[int] = []
-    threading.Thread(target=lambda: (srv.accept(), hits.append(1)), daemon=True).start()
+
+    def answer() -> None:
+        conn, _ = srv.accept()
+        hits.append(1)
+        conn.recv(4096)
+        conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n")
+        conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
     port = srv.getsockname()[1]
-    body = (f"echo hi > {extra}/n.txt; {visible_python()} -c \"import socket; "
-            f"socket.create_connection(('127.0.0.1', {port}), 2)\"")
+    # "on" lets the tool reach any host through kep's proxy (HTTP_PROXY is set for it)
+    body = (f"echo hi > {extra}/n.txt; {visible_python()} -c \"import urllib.request as u; "
+            f"u.urlopen('http://127.0.0.1:{port}/', timeout=5)\"")
     r = runner_with(project, writable=[str(extra)], tools={"wide": {"network": "on"}})
     fin = await run(r, tool(project, "wide", body))
     srv.close()
@@ -134,3 +143,25 @@ def test_kep_sandbox_explain_and_run(project: Path) -> None:
     assert done.stderr.startswith(("sandbox: ", "mechanism: "))
     done = kep(project, "sandbox", "--", "no-such-command-kep")
     assert done.returncode == 127 and done.stderr.count("\n") <= 3
+
+
+async def test_listers_starting_together_probe_the_sandbox_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-time probe is a whole sandboxed run: listers and calls that start together
+    wait for one probe, not one each (six ran at the start of a listing of 20 shell tools)."""
+    import asyncio
+    import time
+
+    probes: list[int] = []
+
+    def slow_probe(mech: object) -> None:
+        probes.append(1)
+        time.sleep(0.2)
+
+    monkeypatch.setattr(spawn._state, "mechanism", None)
+    monkeypatch.delenv("KEP_SANDBOX_MECHANISM", raising=False)
+    monkeypatch.setattr(spawn, "_probe", slow_probe)
+    monkeypatch.setattr(spawn.Bubblewrap, "missing", lambda self: None)
+    await asyncio.gather(*(spawn._ensure_probed() for _ in range(8)))
+    assert len(probes) == 1
+    assert spawn._state.mechanism is not None and spawn._state.mechanism.name == "bubblewrap"

@@ -126,7 +126,7 @@ def _start_reaper(tok: str) -> None:
             env=env,
             cwd="/",
         )
-    except OSError:
+    except Exception:  # OSError, or an import cut short because kep is already exiting
         os.close(write_end)  # no watchdog: the signal handlers still work
     finally:
         os.close(read_end)

@@ -4,8 +4,10 @@ and a private mount table, with no root and no setuid helper.
 Why bwrap and not Landlock alone: Landlock allows by listing, so "everything readable except
 ~/.ssh" needs a rule for every sibling of every hidden path, and it has no PID namespace (a
 `setsid` double fork would outlive the call) and no way to offer loopback-only networking.
-bwrap gives all three with one exec (about 1-3 ms here), and Landlock stays free for a later
-per-call scope inside the fork server.
+bwrap gives all three with one exec, and Landlock stays free for a later per-call scope
+inside the fork server. That exec is not cheap: with kep's walls about 8 ms of CPU more than a
+plain exec on a 2-core VM (new namespaces, a dozen mounts, bwrap reading /proc/self/mountinfo
+at every bind), most of a sandboxed call's cost (tests/bench/sandbox_overhead.py).
 
 The walls, in bwrap's order (later mounts cover earlier ones):
   / read-only; /dev minimal; /proc of the new PID namespace (kep, its watchdog and other tools
@@ -20,27 +22,30 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
+from tuiapp.security.subpath import under as _under  # on strings: the hot path
 
 # Set for runtimes inside the sandbox so their caches land in the private cache folder, not
-# in the user's real (read-only there) home folders.
+# in the user's real (read-only there) home folders. Not PYTHONPYCACHEPREFIX: a prefix makes
+# Python ignore the interpreter's and the venv's compiled files (everything is compiled again,
+# twice the start-up), and bytecode one call plants in a shared folder would be loaded,
+# unchecked, by the next call's Python, the fork server's included. Without it, read-only
+# folders simply get no bytecode written.
 CACHE_ENV = {
     "npm_config_cache": "npm",
     "PIP_CACHE_DIR": "pip",
-    "PYTHONPYCACHEPREFIX": "pycache",
     "XDG_CACHE_HOME": "xdg",
     "UV_CACHE_DIR": "uv",
 }
 
 
-def _under(path: Path, base: Path) -> bool:
-    # On strings: `base in path.parents` builds a Path per ancestor, and wrap() asks this
-    # for every hidden path against every shown one (most of a call's start-up time).
-    p, b = str(path), str(base)
-    return p == b or p.startswith(b if b.endswith("/") else b + "/")
+# bwrap's options before this call's own files, the remounts that go last, and the variables
+# that point runtimes at the private cache folder (none when it could not be made).
+_Built = tuple[list[str], list[str], dict[str, str]]
 
 
 class Bubblewrap(Mechanism):
@@ -51,6 +56,9 @@ class Bubblewrap(Mechanism):
         self.nsenter = shutil.which("nsenter")
         self._missing: str | None = None
         self._checked = False
+        # Per profile: the paths its walls depend on; per (profile, their kinds): the walls.
+        self._paths: dict[tuple[object, ...], tuple[str, ...]] = {}
+        self._built: dict[tuple[object, ...], _Built] = {}
 
     def missing(self) -> str | None:
         if self._checked:
@@ -80,7 +88,54 @@ class Bubblewrap(Mechanism):
     def wrap(self, profile: Profile, argv: Sequence[str], env: Mapping[str, str] | None,
              cwd: Path | None) -> Wrapped:
         assert self.binary is not None
-        args = [self.binary, "--unshare-user", "--unshare-pid", "--unshare-ipc",
+        head, remount, cache_env = self._walls(profile)
+        args = list(head)
+        for extra in profile.call_files:
+            if _regular(str(extra)):
+                args += ["--bind", str(extra), str(extra)]
+        for own in profile.kep_files:  # read-only, in the empty folder hiding the rest
+            if _regular(str(own)):
+                args += ["--ro-bind", str(own), str(own)]
+        args += remount
+        if cwd is not None:
+            args += ["--chdir", str(cwd)]
+        out_env = dict(os.environ if env is None else env)
+        if profile.proxy is not None:
+            url = profile.proxy[1]
+            for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+                out_env[var] = url
+            for var in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+                out_env.pop(var, None)
+        for var, value in cache_env.items():
+            out_env[var] = value  # yours are read-only here
+        return Wrapped([*args, "--", *argv], out_env)
+
+    def _walls(self, profile: Profile) -> _Built:
+        """bwrap's options for `profile` (all but this call's own files and the remounts),
+        kept per profile and per state of the paths they depend on: building them at every
+        call cost about a millisecond of kep's CPU (Path objects, ~60 stat() calls), while
+        one lstat() per path tells whether anything changed (a hidden file made since, a
+        folder gone), so a path created later is still hidden at the next call."""
+        base = (profile.root, profile.readonly, profile.hidden, profile.writable,
+                profile.visible, profile.network, profile.cache, profile.hidden_sockets,
+                profile.proxy[0] if profile.proxy is not None else None)
+        paths = self._paths.get(base)
+        if paths is None:
+            if len(self._paths) >= 256 or len(self._built) >= 1024:
+                self._paths.clear()
+                self._built.clear()
+            paths = self._paths[base] = tuple(str(p) for p in (
+                *profile.hidden_sockets, *profile.visible, *profile.writable,
+                *profile.readonly, *profile.hidden,
+                *((profile.cache,) if profile.cache is not None else ())))
+        key = (base, tuple(map(_kind, paths)))
+        built = self._built.get(key)
+        if built is None:
+            built = self._built[key] = self._build(profile)
+        return built
+
+    def _build(self, profile: Profile) -> _Built:
+        args = [self.binary or "bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc",
                 "--unshare-uts", "--unshare-cgroup-try", "--disable-userns", "--cap-drop", "ALL",
                 "--die-with-parent", "--new-session"]
         if profile.proxy is not None:
@@ -91,56 +146,62 @@ class Bubblewrap(Mechanism):
             # (root in the joined namespace: map back to the user's own ids inside)
             args[args.index("--unshare-user") + 1:args.index("--unshare-user") + 1] = [
                 "--uid", str(os.getuid()), "--gid", str(os.getgid())]
-        elif profile.network != "on":
+        else:  # "off", or no proxy to join ("on" included): loopback only, nothing outside
             args.append("--unshare-net")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         for sock in profile.hidden_sockets:
-            if sock.is_dir() and not sock.is_symlink():
+            if _kind(str(sock)) == _DIR:
                 args += ["--tmpfs", str(sock)]
         root = profile.root
         bound: list[Path] = []
         for v in profile.visible:  # only the private /tmp can hide them; elsewhere / shows them
-            if _under(v, Path("/tmp")) and not _under(v, root) and v.exists() \
-                    and not v.is_symlink():
+            if _under(v, Path("/tmp")) and not _under(v, root) and _kind(str(v)) in (_DIR, _FILE):
                 args += ["--ro-bind", str(v), str(v)]
                 bound.append(v)
         args += ["--bind", str(root), str(root)]
         for w in profile.writable:
-            if w.exists():
+            if _kind(str(w)) in (_DIR, _FILE, _LINK):
                 args += ["--bind", str(w), str(w)]
         for ro in profile.readonly:
-            if ro.exists() or ro.is_symlink():
+            if _kind(str(ro)) != _NONE:
                 args += ["--ro-bind", str(ro), str(ro)]
         shown = (root, *profile.writable, *bound)  # a hidden path in them is hidden again
         remount: list[str] = []  # last: what is mounted inside a hidden folder must fit first
         for h in profile.hidden:
             if _under(h, Path("/tmp")) and not any(_under(h, s) for s in shown):
                 continue  # gone already with the private /tmp
-            if h.is_dir() and not h.is_symlink():
+            kind = _kind(str(h))
+            if kind == _DIR:
                 args += ["--tmpfs", str(h)]
                 remount += ["--remount-ro", str(h)]
-            elif h.exists() or h.is_symlink():
+            elif kind != _NONE:
                 args += ["--ro-bind", "/dev/null", str(h)]
-        out_env = dict(os.environ if env is None else env)
-        if profile.proxy is not None:
-            url = profile.proxy[1]
-            for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
-                out_env[var] = url
-            for var in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
-                out_env.pop(var, None)
-        if profile.cache is not None:
-            with_cache = _ensure_dir(profile.cache)
-            if with_cache:
-                args += ["--bind", str(profile.cache), str(profile.cache)]
-                for var, sub in CACHE_ENV.items():
-                    out_env.setdefault(var, str(profile.cache / sub))
-        for extra in profile.call_files:
-            if extra.is_file() and not extra.is_symlink():
-                args += ["--bind", str(extra), str(extra)]
-        args += remount
-        if cwd is not None:
-            args += ["--chdir", str(cwd)]
-        return Wrapped([*args, "--", *argv], out_env)
+        cache_env: dict[str, str] = {}
+        if profile.cache is not None and _ensure_dir(profile.cache):
+            args += ["--bind", str(profile.cache), str(profile.cache)]
+            cache_env = {var: str(profile.cache / sub) for var, sub in CACHE_ENV.items()}
+        return args, remount, cache_env
+
+
+# What a path is, by lstat(): the walls depend on nothing else of it.
+_NONE, _DIR, _FILE, _LINK, _DANGLING = range(5)
+
+
+def _kind(path: str) -> int:
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return _NONE
+    if stat.S_ISLNK(mode):
+        return _LINK if os.path.exists(path) else _DANGLING
+    return _DIR if stat.S_ISDIR(mode) else _FILE
+
+
+def _regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _ensure_dir(path: Path) -> bool:

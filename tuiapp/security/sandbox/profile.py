@@ -8,11 +8,14 @@ nor with entries it gained after."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
+import re
 from pathlib import Path
 
 from tuiapp.security import hidden as hidden_list
 from tuiapp.security.sandbox.base import Network, Profile
+from tuiapp.security.subpath import under
 from tuiapp.settings import paths
 from tuiapp.settings.config_types import SandboxConfig, SandboxRule
 
@@ -68,10 +71,18 @@ def kep_install() -> list[Path]:
     return list(dict.fromkeys(places))
 
 
-def private_cache() -> Path:
-    """Runtimes' caches inside the sandbox (npm, pip, Python bytecode): kep's own, not the
-    user's real ones, which stay read-only (a tool must not poison them for the user)."""
-    return paths.cache_dir() / "sandbox-cache"
+def private_cache(tool: str | None = None, server: str | None = None) -> Path:
+    """Runtimes' caches inside the sandbox (npm, pip, uv, XDG): kep's own, not the
+    user's real ones, which stay read-only (a tool must not poison them for the user). One
+    per tool and per MCP server: a cache is trusted by what reads it (pip installs a cached
+    wheel as is), so a tool must not poison another's, which may have wider walls."""
+    base = paths.cache_dir() / "sandbox-cache"
+    if tool is None and server is None:
+        return base / "shared"
+    kind, name = ("tools", tool) if tool is not None else ("servers", server or "")
+    # A readable name for the folder, and a hash so that names that read alike never share.
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:40].lstrip(".") or "_"
+    return base / kind / f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:10]}"
 
 
 _HIDDEN: dict[tuple[str | None, ...], tuple[Path, ...]] = {}
@@ -80,11 +91,16 @@ _ENV = ("HOME", "KEP_CONFIG_DIR", "KEP_DATA_DIR", "KEP_STATE_DIR", "KEP_CACHE_DI
         "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
 
 
+def env_key() -> tuple[str | None, ...]:
+    """What the hidden list and the private cache depend on besides the configuration."""
+    return tuple(os.environ.get(v) for v in _ENV)
+
+
 def resolved_hidden(extra: tuple[str, ...]) -> tuple[Path, ...]:
     """The hidden list with each path resolved: kept for the opened configuration (resolving
     ~40 paths at every call cost more than the sandbox's own start); forget() clears it when
     the configuration is set again."""
-    key = (*extra, "\0", *(os.environ.get(v) for v in _ENV))
+    key = (*extra, "\0", *env_key())
     if key not in _HIDDEN:
         _HIDDEN[key] = tuple(Path(os.path.realpath(p))
                              for p in hidden_list.hidden_paths(list(extra)))
@@ -115,7 +131,7 @@ def resolve(settings: SandboxConfig, root: Path, *, tool: str | None = None,
     visible = []
     for d in tool_dirs:
         p = _abs(d, root)
-        if p != root and root in p.parents:
+        if p != root and under(p, root):
             readonly.append(p)
         elif p != root and p != Path("/"):
             visible.append(p)
@@ -129,7 +145,7 @@ def resolve(settings: SandboxConfig, root: Path, *, tool: str | None = None,
         writable=tuple(dict.fromkeys(_abs(w, root) for w in writable)),
         visible=tuple(dict.fromkeys(visible)),
         network=network,
-        cache=private_cache(),
+        cache=private_cache(tool, server),
         call_files=call_files,
         enabled=settings.enabled,
         required=settings.required,

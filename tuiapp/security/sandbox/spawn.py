@@ -16,6 +16,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from tuiapp.security.sandbox import profile as profiles
 from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
 from tuiapp.security.sandbox.bubblewrap import Bubblewrap
 from tuiapp.security.sandbox.none import NoSandbox
+from tuiapp.security.subpath import under
 from tuiapp.settings.config_types import Config, SandboxConfig
 
 Kind = Literal["tool", "lister", "forkserver", "mcp", "helper"]
@@ -52,9 +54,11 @@ class _State:
     port: int = 0
     net_failed: str | None = None  # why the shared network could not be set up
     net_lock: tuple[Any, asyncio.Lock] | None = None  # (its loop, the lock)
+    profiles: dict[tuple[Any, ...], Profile] = dataclasses.field(default_factory=dict)
 
 
 _state = _State(SandboxConfig())
+_probe_lock = threading.Lock()
 # Where the one-line notices go (the CLI prints them; tests collect them).
 notice: Callable[[str], None] = lambda line: print(f"kep: {line}", file=sys.stderr)  # noqa: E731
 
@@ -65,6 +69,7 @@ def configure(settings: SandboxConfig, root: Path | None, tool_dirs: Sequence[st
     _state.root = Path(os.path.realpath(root)) if root is not None else None
     _state.tool_dirs = tuple(tool_dirs)
     _state.dotenvs = None  # searched again on next use
+    _state.profiles.clear()
     profiles.forget()  # and the hidden list resolved again
 
 
@@ -86,6 +91,15 @@ def mechanism() -> Mechanism:
     """The mechanism in use, probed once per process."""
     if _state.mechanism is not None:
         return _state.mechanism
+    # Listers and calls starting together each asked from a thread of their own: a probe
+    # (a whole bwrap run) each, six at the start of a listing of 20 shell tools.
+    with _probe_lock:
+        if _state.mechanism is None:
+            _state.mechanism = _find_mechanism()
+        return _state.mechanism
+
+
+def _find_mechanism() -> Mechanism:
     if os.environ.get("KEP_SANDBOX_MECHANISM") == "none":  # tests of the fallback
         mech: Mechanism = NoSandbox("turned off for this process (KEP_SANDBOX_MECHANISM=none)")
     elif not sys.platform.startswith("linux"):
@@ -94,7 +108,6 @@ def mechanism() -> Mechanism:
         bw = Bubblewrap()
         why = bw.missing() or _probe(bw)
         mech = NoSandbox(why) if why else bw
-    _state.mechanism = mech
     return mech
 
 
@@ -136,10 +149,11 @@ def _warn_once() -> None:
 
 
 def needs_proxy(settings: SandboxConfig) -> bool:
-    """Does any child's profile let it reach the network through kep (ask or a host list)?"""
+    """Does any child's profile let it reach the network ("on", "ask" or a host list)? All of
+    them go through kep's proxy, "on" too: what it reached is logged."""
     nets = [settings.network, *(r.network for r in (*settings.tools.values(),
                                                     *settings.servers.values()))]
-    return any(n is not None and n not in ("off", "on") for n in nets)
+    return any(n is not None and n != "off" for n in nets)
 
 
 def set_network_asker(asker: Any) -> None:
@@ -249,17 +263,27 @@ def profile_for(cwd: Path | str | None, *, tool: str | None = None, server: str 
                 call_files: Sequence[Path] = ()) -> Profile:
     """The profile of one child started in `cwd`. The root is the opened project's when `cwd`
     lies inside it, else `cwd` itself (a child kep starts elsewhere gets that folder)."""
-    here = Path(os.path.realpath(cwd if cwd is not None else os.getcwd()))
-    root = _state.root
-    if root is None or not (here == root or root in here.parents):
-        root, dotenvs = here, None
-    else:
-        if _state.dotenvs is None:
-            _state.dotenvs = profiles.dotenv_files(root)
-        dotenvs = _state.dotenvs
-    return walls.widened(profiles.resolve(
-        _state.settings, root, tool=tool, server=server, tool_dirs=_state.tool_dirs,
-        call_files=tuple(call_files), dotenvs=dotenvs), tool)
+    here = os.path.realpath(cwd if cwd is not None else os.getcwd())
+    # Kept per opened configuration (configure() clears it): resolving builds ~60 paths,
+    # about a millisecond of kep's CPU at every call and every lister.
+    key = (here, tool, server, profiles.env_key())
+    prof = _state.profiles.get(key)
+    if prof is None:
+        root = _state.root
+        if root is None or not under(here, root):
+            root, dotenvs = Path(here), None
+        else:
+            if _state.dotenvs is None:
+                _state.dotenvs = profiles.dotenv_files(root)
+            dotenvs = _state.dotenvs
+        prof = profiles.resolve(_state.settings, root, tool=tool, server=server,
+                                tool_dirs=_state.tool_dirs, dotenvs=dotenvs)
+        if len(_state.profiles) >= 256:
+            _state.profiles.clear()
+        _state.profiles[key] = prof
+    if call_files:
+        prof = dataclasses.replace(prof, call_files=tuple(call_files))
+    return walls.widened(prof, tool)
 
 
 def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, str] | None,
@@ -281,13 +305,17 @@ def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, st
     # /tmp would hide) is shown read-only, as tool folders outside the root are.
     on_path = [Path(d) for d in (env if env is not None else os.environ).get("PATH", "")
                .split(os.pathsep) if d.startswith("/tmp/") and os.path.isdir(d)]
-    on_path += [Path(os.path.realpath(p)).parent for p in programs
-                if os.path.realpath(p).startswith("/tmp/")]
+    on_path += [Path(real).parent for real in map(os.path.realpath, programs)
+                if real.startswith("/tmp/")]
     if visible or on_path:
         prof = dataclasses.replace(prof, visible=(*prof.visible, *visible, *on_path))
+    if kind == "mcp":  # a `kep mcp serve` reads its project's trust decision (read-only)
+        from tuiapp.security import trust
+
+        prof = dataclasses.replace(prof, kep_files=(trust.records_file(),))
     if kind in ("lister", "forkserver", "helper"):
         prof = dataclasses.replace(prof, network="off")  # listing a tool needs no network
-    elif prof.network not in ("off", "on") and _state.proxy is not None and _holder_alive():
+    elif prof.network != "off" and _state.proxy is not None and _holder_alive():
         token = _state.proxy.register(tool or server or "?", prof.network)
         prof = dataclasses.replace(
             prof, proxy=(_state.holder_pid, f"http://{token}:x@127.0.0.1:{_state.port}"))
