@@ -229,7 +229,7 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     s.add_argument("name", metavar="NAME", help="the server's name in mcp.json or kep.toml")
 
     p = sub.add_parser("sessions",
-                       help="list, show, export, fork, rename, delete or prune sessions")
+                       help="list, show, export, fork, undo, rename, delete or prune sessions")
     _common(p)
     ssub = p.add_subparsers(dest="sessions_command", metavar="ACTION")
     s = ssub.add_parser("list", help="list sessions (default)")
@@ -255,6 +255,9 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     _common(s)
     s.add_argument("id", metavar="ID")
     s.add_argument("--at", type=int, required=True, metavar="N", help="messages to keep")
+    s = ssub.add_parser("undo", help="put back the files the session's last file write changed")
+    _common(s)
+    s.add_argument("id", metavar="ID")
     s = ssub.add_parser("search", help="find messages in every session (best first)")
     _common(s)
     s.add_argument("words", nargs="+", metavar="WORDS")
