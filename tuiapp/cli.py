@@ -171,7 +171,8 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--explain", action="store_true",
                    help="print the resolved profile and the mechanism, run nothing")
-    p.add_argument("--network", action="store_true", help="allow the network for this run")
+    p.add_argument("--network", action="store_true",
+                   help="allow every host for this run, through kep's proxy (logged)")
     p.add_argument("--write", action="append", default=[], metavar="PATH",
                    help="also writable for this run (repeatable)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
@@ -228,7 +229,7 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     s.add_argument("name", metavar="NAME", help="the server's name in mcp.json or kep.toml")
 
     p = sub.add_parser("sessions",
-                       help="list, show, export, fork, rename, delete or prune sessions")
+                       help="list, show, export, fork, undo, rename, delete or prune sessions")
     _common(p)
     ssub = p.add_subparsers(dest="sessions_command", metavar="ACTION")
     s = ssub.add_parser("list", help="list sessions (default)")
@@ -254,6 +255,9 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     _common(s)
     s.add_argument("id", metavar="ID")
     s.add_argument("--at", type=int, required=True, metavar="N", help="messages to keep")
+    s = ssub.add_parser("undo", help="put back the files the session's last file write changed")
+    _common(s)
+    s.add_argument("id", metavar="ID")
     s = ssub.add_parser("search", help="find messages in every session (best first)")
     _common(s)
     s.add_argument("words", nargs="+", metavar="WORDS")

@@ -214,9 +214,11 @@ def test_slash_list_editor_and_a_shell_line_in_a_real_terminal(tmp_path: Path) -
         term.wait(lambda: "/quit  quit kep" in term.text() and "/model [" not in term.text(),
                   "the narrowed list")
         term.child.send("\x1b")  # Esc closes the list
-        term.idle(0.3)
+        term.wait(lambda: "/quit  quit kep" not in term.text(), "the list closed")
+        term.idle(0.3)  # an Esc and the next key close together would read as alt+key
         for _ in range(3):
             term.child.send("\x7f")  # backspace: the prompt is empty again
+        term.wait_text("Message kep")  # the placeholder: every backspace has landed
         term.type("draft")
         term.child.send("\x18")  # ctrl+x
         term.child.send("\x05")  # ctrl+e

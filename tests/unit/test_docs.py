@@ -60,7 +60,8 @@ UNBOUND = {"Enter": "PromptInput._on_key, lists", "Shift+Enter": "PromptInput._o
            "→": "tabs", "/help": "ui/slash/builtins.py", "!": "ui/slash/dispatch.py",
            "Ctrl+X": "PromptInput._editor_keys", "Ctrl+E": "PromptInput._editor_keys"}
 
-SHOWN = {"escape": "Esc", "slash": "/", "enter": "Enter"}
+SHOWN = {"escape": "Esc", "slash": "/", "enter": "Enter", "pagedown": "PageDown",
+         "pageup": "PageUp"}
 
 
 def shown(key: str) -> str:

@@ -234,8 +234,7 @@ def test_mcp_inspector_cli_lists_kep_tools(served: Path, tmp_path: Path) -> None
 def test_kep_mcp_serve_does_not_start_itself_again(served: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """An mcp.json naming `kep mcp serve` for its own project must not recurse. (Without the
-    walls: a kep started inside them cannot read the trust records, which are hidden, so it
-    serves an untrusted project's nothing; see the sandbox's known limits.)"""
+    walls: a kep inside them reading its trust records is test_sandbox_mcp_trust.py's.)"""
     monkeypatch.setenv("KEP_SANDBOX_MECHANISM", "none")
     (served / "mcp.json").write_text(json.dumps({"mcpServers": {"self": {
         "command": KEP[0], "args": [*KEP[1:], "mcp", "serve", "--project", str(served)]}}}))

@@ -5,6 +5,11 @@ The source tree is scanned for raw reads (`open`, `Path.open`, `os.open`, `read_
 `read_bytes`, `tomllib.load`, `json.load`, `yaml.safe_load`, dotenv reading a file by name).
 Each one outside project_files must be on the list below, with the reason it is not a project
 file. A new raw read fails here until it is routed through the reader or listed with a reason.
+
+A read through the reader is confined (`confine=ROOT`: nothing outside the project, nothing
+hidden, no link out) unless it is listed in UNCONFINED with the reason. A file found by walking
+the project (a `.gitignore` met by `@` completion) must be confined: through a link it could
+read any file on the machine.
 """
 
 from __future__ import annotations
@@ -63,6 +68,41 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tuiapp/security/trust.py", "_locked"): "kep's own lock file (state dir)",
     ("tuiapp/ui/screens/output_viewer.py", "read_tail"): "a spool file kep wrote (0600, "
                                                          "state dir), tail read with a cap",
+}
+
+# (module, enclosing function) -> why its read through the reader needs no `confine=`.
+UNCONFINED: dict[tuple[str, str], str] = {
+    ("tuiapp/conversation/agent.py", "read_tools_txt"): "an agent's tools.txt: tool names "
+                                                         "checked against the inventory",
+    ("tuiapp/conversation/agent_yaml.py", "__init__"): "an agent's index.yaml, in the "
+                                                       "agents folder kep chose",
+    ("tuiapp/conversation/prompt_file.py", "load"): "the prompt file itself, in prompts/ or "
+                                                    "the user's folder (its includes are "
+                                                    "confined)",
+    ("tuiapp/mcp/oauth_store.py", "_read"): "kep's own OAuth token file (data folder)",
+    ("tuiapp/mcp/servers.py", "read_mcp_json"): "the .mcp.json trust covers",
+    ("tuiapp/providers/wire.py", "load_image"): "an image path already confined where it "
+                                                "was named (.image, prompt_statements)",
+    ("tuiapp/security/project_items.py", "_bounded_text"): "the project's .env, read to "
+                                                           "count what trust covers",
+    ("tuiapp/security/trust_items.py", "read_project_files"): "kep.toml and .mcp.json, "
+                                                              "hashed for trust",
+    ("tuiapp/tools/check.py", "keprompt_findings"): "a tool file's first bytes, in the "
+                                                    "functions folder",
+    ("tuiapp/tools/formats/llm_functions.py", "_agent_variables"): "a tool folder's "
+                                                                   "index.yaml",
+    ("tuiapp/tools/formats/llm_functions.py", "_built"): "a tool folder's functions.json",
+    ("tuiapp/tools/formats/llm_functions.py", "declare"): "a tool's source, to declare it",
+    ("tuiapp/tools/formats/loki.py", "declare"): "a tool's source, to declare it",
+    ("tuiapp/tools/formats/runtimes.py", "dotenv_values"): "the project's .env, for the "
+                                                           "tools' environment",
+    ("tuiapp/tools/formats/yaml_file.py", "read_yaml"): "a tool's own YAML declaration",
+    ("tuiapp/tools/shebang.py", "read_shebang"): "a tool file's first line",
+    ("tuiapp/tools/templates.py", "_register_aitool_dir"): "the kep.toml being edited",
+    ("tuiapp/ui/actions.py", "_has_key"): "a config file being edited by the user",
+    ("tuiapp/ui/prompt_editor.py", "edit_prompt"): "the temporary file the user's editor "
+                                                   "wrote",
+    ("tuiapp/ui/screens/tool_editor.py", "__init__"): "a tool file the user opened to edit",
 }
 
 READ_ATTRS = {"open", "read_text", "read_bytes"}
@@ -135,3 +175,51 @@ def test_the_scan_finds_a_planted_raw_read(tmp_path: Path) -> None:
     kinds = {_is_raw_read(c) for c in calls} - {None}
     assert kinds == {"open()", ".open()", ".read_text()", ".read_bytes()", "tomllib.load()",
                      "json.load()", "yaml.safe_load()"}
+
+
+def unconfined_reads() -> list[tuple[str, str, int]]:
+    """Calls of project_files.read_* without `confine=` (the reader's own module aside)."""
+    found = []
+    for file in sorted(TUIAPP.rglob("*.py")):
+        rel = file.relative_to(REPO).as_posix()
+        if rel in READERS:
+            continue
+        found += [(rel, scope, line) for scope, line in _unconfined_in(file.read_text("utf-8"))]
+    return found
+
+
+def _unconfined_in(source: str) -> list[tuple[str, int]]:
+    out = []
+    scopes: list[tuple[ast.AST, str]] = [(ast.parse(source), "<module>")]
+    while scopes:
+        node, scope = scopes.pop()
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) \
+                else scope
+            f = child.func if isinstance(child, ast.Call) else None
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
+                    and f.value.id == "project_files" and f.attr.startswith("read_") \
+                    and not any(k.arg == "confine" for k in child.keywords):  # type: ignore[union-attr]
+                out.append((scope, child.lineno))
+            scopes.append((child, inner))
+    return out
+
+
+def test_every_read_through_the_reader_is_confined_or_listed() -> None:
+    stray = [f"{rel}:{line} in {scope}()" for rel, scope, line in unconfined_reads()
+             if (rel, scope) not in UNCONFINED]
+    assert not stray, ("project-file reads without confine=ROOT; confine them, or list them in "
+                       "UNCONFINED with the reason:\n" + "\n".join(stray))
+
+
+def test_every_unconfined_allowance_is_still_used() -> None:
+    used = {(rel, scope) for rel, scope, _ in unconfined_reads()}
+    stale = sorted(set(UNCONFINED) - used)
+    assert not stale, f"UNCONFINED allowances no read needs any more (remove them): {stale}"
+
+
+def test_the_scan_finds_a_planted_unconfined_read() -> None:
+    src = ("def _spec(folder, root):\n"
+           "    project_files.read_text(folder / '.gitignore', errors='replace')\n"
+           "    project_files.read_text(folder / 'x', confine=root)\n")
+    assert _unconfined_in(src) == [("_spec", 2)]

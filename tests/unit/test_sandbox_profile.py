@@ -82,10 +82,19 @@ async def test_writable_and_per_tool_network_widen_the_walls(project: Path,
     srv.bind(("127.0.0.1", 0))
     srv.listen(1)
     hits: list[int] = []
-    threading.Thread(target=lambda: (srv.accept(), hits.append(1)), daemon=True).start()
+
+    def answer() -> None:
+        conn, _ = srv.accept()
+        hits.append(1)
+        conn.recv(4096)
+        conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n")
+        conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
     port = srv.getsockname()[1]
-    body = (f"echo hi > {extra}/n.txt; {visible_python()} -c \"import socket; "
-            f"socket.create_connection(('127.0.0.1', {port}), 2)\"")
+    # "on" lets the tool reach any host through kep's proxy (HTTP_PROXY is set for it)
+    body = (f"echo hi > {extra}/n.txt; {visible_python()} -c \"import urllib.request as u; "
+            f"u.urlopen('http://127.0.0.1:{port}/', timeout=5)\"")
     r = runner_with(project, writable=[str(extra)], tools={"wide": {"network": "on"}})
     fin = await run(r, tool(project, "wide", body))
     srv.close()

@@ -137,8 +137,13 @@ async def _call_in(ws: Any, name: str, words: list[str], *, as_json: bool) -> in
     if not as_json:
         _show_diff(spec, arguments, ws.root)
     _prune(paths.data_dir() / "spool" / "kep-call")
+    from tuiapp.commands import call_checkpoint
+
+    kept = call_checkpoint.begin(ws.root, spec, call)  # a file writer's: undo, as in `kep run`
     outcome = await ws.runner("kep-call").run(spec, call, emit)
     fin = outcome.finished
+    if kept is not None:
+        kept.finish(call, fin)
     if as_json:
         json.dump(
             {

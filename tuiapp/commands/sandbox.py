@@ -47,16 +47,19 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _run(command: list[str], cwd: str) -> int:
-    from tuiapp.security.sandbox import spawn
+    from tuiapp.security.sandbox import netask, spawn
 
-    try:
-        proc = await spawn.create_exec(command, cwd=os.getcwd() if _inside(cwd) else cwd,
-                                       env=None, kind="tool")
-    except spawn.SandboxRequired as e:
-        fail(str(e))
-    except OSError as e:
-        fail(f"could not start {command[0]}: {e.strerror or e}", 127)
-    code = await proc.wait()
+    with netask.recording() as net:
+        try:
+            proc = await spawn.create_exec(command, cwd=os.getcwd() if _inside(cwd) else cwd,
+                                           env=None, kind="tool")
+        except spawn.SandboxRequired as e:
+            fail(str(e))
+        except OSError as e:
+            fail(f"could not start {command[0]}: {e.strerror or e}", 127)
+        code = await proc.wait()
+    for line in netask.summary(net):  # the hosts it reached through kep's proxy
+        print(line, file=sys.stderr)
     return code if code >= 0 else 128 - code
 
 

@@ -1,5 +1,5 @@
 """`kep sessions [list [--all]] | show ID | export ID --format md|json [-o FILE] |
-fork ID --at N | rename ID TITLE | search WORDS [--all] [--json] | delete ID… |
+fork ID --at N | undo ID | rename ID TITLE | search WORDS [--all] [--json] | delete ID… |
 prune --older-than AGE [--dry-run] [--all]`."""
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ def main(args: argparse.Namespace) -> int:
                 print(f"forked session {sid} at message {args.at}: new session {new} "
                       f"(the original is kept)")
                 return 0
+            if action == "undo":
+                return _undo(store, sid, args)
             if action == "rename":
                 title = session_admin.rename(store, sid, " ".join(args.title))
                 print(f"session {sid} is now titled: {title}")
@@ -115,3 +117,22 @@ def _delete(store: Store, args: argparse.Namespace, action: str) -> int:
     if not doomed:
         print("no session matched")
     return 1 if refused and action == "delete" else 0
+
+
+def _undo(store: Store, sid: str, args: argparse.Namespace) -> int:
+    """The undo action, headless: the files the session's last file-writer call changed."""
+    import asyncio
+
+    from tuiapp.commands._common import load_config
+    from tuiapp.conversation.file_undo import undo
+    from tuiapp.project.workspace import Workspace
+
+    async def go() -> str:
+        ws = Workspace(load_config(args))
+        try:
+            return (await undo(store, sid, ws.runner("kep-undo"), last_call=True)).summary()
+        finally:
+            await ws.aclose()
+
+    print(printable(asyncio.run(go())))
+    return 0

@@ -22,11 +22,12 @@ MAX_FILES = 50_000
 SHOWN = 50  # candidates a completion list shows
 
 
-def _spec(folder: Path) -> object | None:
+def _spec(folder: Path, root: Path) -> object | None:
     """The GitIgnoreSpec of `folder/.gitignore`, or None."""
     try:
-        # (not confined: a .gitignore only steers the list, it never reaches a model)
-        text = project_files.read_text(folder / ".gitignore", errors="replace")
+        # Confined like every project file: a `.gitignore` linked to a file outside the
+        # project (or a hidden one) is not read; it would steer the list by a file's lines.
+        text = project_files.read_text(folder / ".gitignore", errors="replace", confine=root)
     except project_files.ProjectFileError:
         return None
     if not text:
@@ -55,7 +56,7 @@ def project_files_list(root: Path, limit: int = MAX_FILES) -> list[str]:
     stack: list[tuple[Path, str, list[tuple[str, object]]]] = [(root, "", [])]
     while stack and len(out) < limit:
         folder, rel, specs = stack.pop()
-        spec = _spec(folder)
+        spec = _spec(folder, root)
         specs = [*specs, (rel, spec)] if spec is not None else specs
         try:
             with os.scandir(folder) as it:

@@ -21,11 +21,13 @@ from tuiapp.providers.wire import (
     SdkProvider,
     attachment_text,
     clean_history,
-    image_note,
     images_to_send,
     load_image,
+    not_sent,
     object_schema,
+    path_key,
     result_with_images,
+    user_image_note,
 )
 from tuiapp.settings.config_types import ProviderConfig
 from tuiapp.vocab.events import ReasoningDelta, TextDelta, Usage
@@ -88,7 +90,7 @@ def to_messages(messages: Sequence[Message], origin: str = "") -> list[dict[str,
     keep = images_to_send(history)
     for m in history:
         if m.role == "user":
-            add("user", _user_blocks(m))
+            add("user", _user_blocks(m, keep))
         elif m.role == "assistant":
             add("assistant", _assistant_blocks(m, origin))
         elif m.role == "tool":
@@ -103,7 +105,7 @@ def to_messages(messages: Sequence[Message], origin: str = "") -> list[dict[str,
     return out
 
 
-def _result_content(m: Message, keep: set[int]) -> str | list[dict[str, Any]]:
+def _result_content(m: Message, keep: set[object]) -> str | list[dict[str, Any]]:
     """A tool result: its text, then the images it returned (the text holds their
     placeholders, which caption them)."""
     text, images = result_with_images(m, keep)
@@ -114,17 +116,24 @@ def _result_content(m: Message, keep: set[int]) -> str | list[dict[str, Any]]:
                                      "data": i.data}} for i in images)]
 
 
-def _user_blocks(m: Message) -> list[dict[str, Any]]:
+def _user_blocks(m: Message, keep: set[object]) -> list[dict[str, Any]]:
     # Attachments and images first: Anthropic recommends documents before the question.
-    blocks: list[dict[str, Any]] = [
-        {"type": "image", "source": {"type": "base64", "media_type": a.media_type,
-                                     "data": a.data}} if a.is_image else
-        {"type": "text", "text": attachment_text(a)} for a in m.attachments]
+    # An image images_to_send left out is named by a note instead.
+    blocks: list[dict[str, Any]] = []
     notes: list[str] = []
-    for path in m.images:  # images first: Anthropic recommends them before the question
-        image = load_image(path)
+    for a in m.attachments:
+        if a.is_image and id(a) in keep:
+            blocks.append({"type": "image", "source": {"type": "base64",
+                                                       "media_type": a.media_type,
+                                                       "data": a.data}})
+        elif a.is_image:
+            notes.append(not_sent(a.name))
+        else:
+            blocks.append({"type": "text", "text": attachment_text(a)})
+    for i, path in enumerate(m.images):
+        image = load_image(path) if path_key(m, i) in keep else None
         if image is None:
-            notes.append(image_note(path))
+            notes.append(user_image_note(m, i, keep))
         else:
             source = {"type": "base64", "media_type": image[0], "data": image[1]}
             blocks.append({"type": "image", "source": source})

@@ -30,6 +30,7 @@ from tuiapp.providers.wire import (
     SdkProvider,
     call_arguments_json,
     clean_history,
+    images_to_send,
     object_schema,
     text_only_result,
     text_then_images,
@@ -55,10 +56,13 @@ FINISH = {
 def to_messages(messages: Sequence[Message], system: str | None,
                 origin: str = "") -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    for m in clean_history(messages):
+    history = clean_history(messages)
+    keep = images_to_send(history)
+    for m in history:
         if m.role in ("user", "system"):
             out.append(
-                {"role": m.role, "content": _user_content(m) if m.role == "user" else m.content}
+                {"role": m.role,
+                 "content": _user_content(m, keep) if m.role == "user" else m.content}
             )
         elif m.role == "assistant":
             msg: dict[str, Any] = {"role": "assistant", "content": m.content or None}
@@ -86,11 +90,11 @@ def to_messages(messages: Sequence[Message], system: str | None,
     return out
 
 
-def _user_content(m: Message) -> str | list[dict[str, Any]]:
+def _user_content(m: Message, keep: set[object]) -> str | list[dict[str, Any]]:
     return text_then_images(
         m, lambda text: {"type": "text", "text": text},
         lambda media, data: {"type": "image_url",
-                             "image_url": {"url": f"data:{media};base64,{data}"}})
+                             "image_url": {"url": f"data:{media};base64,{data}"}}, keep)
 
 
 def to_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:

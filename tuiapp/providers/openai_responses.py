@@ -76,7 +76,7 @@ def to_input(messages: Sequence[Message], origin: str = "") -> list[dict[str, An
     keep = images_to_send(history)
     for m in history:
         if m.role == "user":
-            items.append({"role": "user", "content": _user_content(m)})
+            items.append({"role": "user", "content": _user_content(m, keep)})
         elif m.role == "system":
             items.append({"role": "system", "content": m.content})
         elif m.role == "assistant":
@@ -94,7 +94,7 @@ def to_input(messages: Sequence[Message], origin: str = "") -> list[dict[str, An
     return items
 
 
-def _output(m: Message, keep: set[int]) -> str | list[dict[str, Any]]:
+def _output(m: Message, keep: set[object]) -> str | list[dict[str, Any]]:
     """A tool result: its text, or with images a list of `input_text` then `input_image`."""
     text, images = result_with_images(m, keep)
     if not images:
@@ -104,11 +104,11 @@ def _output(m: Message, keep: set[int]) -> str | list[dict[str, Any]]:
          "image_url": f"data:{i.media_type};base64,{i.data}"} for i in images)]
 
 
-def _user_content(m: Message) -> str | list[dict[str, Any]]:
+def _user_content(m: Message, keep: set[object]) -> str | list[dict[str, Any]]:
     return text_then_images(
         m, lambda text: {"type": "input_text", "text": text},
         lambda media, data: {"type": "input_image", "detail": "auto",
-                             "image_url": f"data:{media};base64,{data}"})
+                             "image_url": f"data:{media};base64,{data}"}, keep)
 
 
 def to_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:

@@ -24,7 +24,8 @@ READ_TIMEOUT = 300.0
 # In-stream error types (200 response, error event) worth a retry if nothing was shown yet.
 RETRYABLE_KINDS = {"overloaded_error", "api_error", "rate_limit_error", "server_error"}
 IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
-# Tool images one request carries (Anthropic takes at most 32 MB a request, 100 images).
+# Images one request carries, of every kind: tool results', `@` attachments' and image paths
+# (Anthropic takes at most 32 MB a request, 100 images).
 HISTORY_IMAGES = 20
 HISTORY_IMAGE_B64 = 20 * 1024 * 1024
 HISTORY_NOTE = "only the conversation's newest images are sent again"
@@ -237,20 +238,36 @@ def image_note(path: str) -> str:
 
 
 def text_then_images(m: Message, text_part: Callable[[str], dict[str, Any]],
-                     image_part: Callable[[str, str], dict[str, Any]]
+                     image_part: Callable[[str, str], dict[str, Any]], keep: set[object]
                      ) -> str | list[dict[str, Any]]:
     """A user message's content for the OpenAI APIs: plain text, or with images the text part
     then one part per image (`image_part(media type, base64)`), or a note on why one could not
-    be attached. The two APIs differ only in the shape of the parts."""
+    be attached. `keep` is images_to_send's answer: an image left out is named by a note. The
+    two APIs differ only in the shape of the parts."""
     if not m.images and not m.attachments:
         return m.content
-    parts = [text_part(attachment_text(a)) if not a.is_image else image_part(a.media_type, a.data)
-             for a in m.attachments]
+    parts = [image_part(a.media_type, a.data) if id(a) in keep else text_part(not_sent(a.name))
+             if a.is_image else text_part(attachment_text(a)) for a in m.attachments]
     parts += [text_part(m.content)] if m.content else []
-    for path in m.images:
-        image = load_image(path)
-        parts.append(text_part(image_note(path)) if image is None else image_part(*image))
+    for i, path in enumerate(m.images):
+        image = load_image(path) if path_key(m, i) in keep else None
+        parts.append(text_part(user_image_note(m, i, keep)) if image is None
+                     else image_part(*image))
     return parts
+
+
+def not_sent(name: str) -> str:
+    return f"[image {name} not sent: {HISTORY_NOTE}]"
+
+
+def path_key(m: Message, i: int) -> tuple[int, int]:
+    """The key of a message's i-th image path in images_to_send's answer."""
+    return (id(m), i)
+
+
+def user_image_note(m: Message, i: int, keep: set[object]) -> str:
+    path = m.images[i]
+    return image_note(path) if path_key(m, i) in keep else not_sent(path)
 
 
 def attachment_text(a: Attachment) -> str:
@@ -265,7 +282,7 @@ def text_only_result(m: Message, why: str) -> str:
     return result_with_images(m, set(), why)[0]
 
 
-def result_with_images(m: Message, keep: set[int], why: str = HISTORY_NOTE
+def result_with_images(m: Message, keep: set[object], why: str = HISTORY_NOTE
                        ) -> tuple[str, list[ToolImage]]:
     """A tool result's text and the images to send with it: those in `keep` (ids, from
     images_to_send); the placeholder of each other one says why it was not sent."""
@@ -278,19 +295,31 @@ def result_with_images(m: Message, keep: set[int], why: str = HISTORY_NOTE
     return text, sent
 
 
-def images_to_send(messages: Sequence[Message]) -> set[int]:
-    """The tool images a request carries: the newest, up to HISTORY_IMAGES and
-    HISTORY_IMAGE_B64 (every request resends the whole history, and the APIs cap a request's
-    size and image count); older ones are named by their placeholder."""
-    keep: set[int] = set()
+def images_to_send(messages: Sequence[Message]) -> set[object]:
+    """The images a request carries, of every kind (a tool result's, an `@` attachment's, a
+    message's image path): the newest, up to HISTORY_IMAGES and HISTORY_IMAGE_B64 (every
+    request resends the whole history, and the APIs cap a request's size and image count);
+    older ones are named by a note. Keys: id() of a ToolImage or Attachment, path_key()."""
+    keep: set[object] = set()
     total = 0
     for m in reversed(messages):
-        for image in reversed(m.tool_images):
-            if len(keep) >= HISTORY_IMAGES or total + len(image.data) > HISTORY_IMAGE_B64:
+        sized: list[tuple[object, int]] = [(id(t), len(t.data)) for t in m.tool_images]
+        sized += [(id(a), len(a.data)) for a in m.attachments if a.is_image]
+        sized += [(path_key(m, i), _b64_size(p)) for i, p in enumerate(m.images)]
+        for key, size in reversed(sized):
+            if len(keep) >= HISTORY_IMAGES or total + size > HISTORY_IMAGE_B64:
                 return keep
-            keep.add(id(image))
-            total += len(image.data)
+            keep.add(key)
+            total += size
     return keep
+
+
+def _b64_size(path: str) -> int:
+    """The base64 size of an image path's file (not read: load_image reads only what is kept)."""
+    try:
+        return (Path(path).expanduser().stat().st_size + 2) // 3 * 4
+    except OSError:
+        return 0
 
 
 def object_schema(parameters: dict[str, Any]) -> dict[str, Any]:

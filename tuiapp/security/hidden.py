@@ -10,6 +10,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from tuiapp.security.subpath import real, under
 from tuiapp.settings import paths
 
 # Credential stores of common tools, relative to the home folder. Browser profiles are whole
@@ -50,19 +51,12 @@ def hidden_paths(extra: Iterable[str | Path] = ()) -> list[Path]:
     return [Path(os.path.abspath(p)) for p in out]
 
 
-def _under(path: Path, base: Path) -> bool:
-    return path == base or base in path.parents
-
-
 def is_hidden(path: str | Path, extra: Iterable[str | Path] = ()) -> bool:
     """True when `path` (resolved, links followed) is a `.env` file or lies under a hidden path.
 
     The caller must pass the path it will really open (resolve first): a link named
     `notes.txt` that points at `.env` is hidden too."""
-    real = Path(os.path.realpath(path))
-    if any(is_dotenv_name(part) for part in real.parts):
+    opened = real(path)
+    if any(is_dotenv_name(part) for part in opened.parts):
         return True
-    for base in hidden_paths(extra):
-        if _under(real, Path(os.path.realpath(base))) or _under(real, base):
-            return True
-    return False
+    return any(under(opened, real(base)) or under(opened, base) for base in hidden_paths(extra))

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tuiapp.security.hidden import is_dotenv_name, is_hidden
+from tuiapp.security.subpath import under
 from tuiapp.settings.file_reader import (
     MAX_BYTES,
     MAX_DEPTH,
@@ -50,7 +51,7 @@ def confined(path: Path, root: Path) -> Path:
     `root` (after following links) or hidden."""
     real = Path(os.path.realpath(path))
     top = Path(os.path.realpath(root))
-    if real != top and top not in real.parents:
+    if not under(real, top):
         shown = "" if real == Path(os.path.abspath(path)) else f" (it resolves to {real})"
         raise ProjectFileError(path, f"outside the project folder {top}{shown}; not read")
     if is_hidden(real):

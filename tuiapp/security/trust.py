@@ -66,6 +66,11 @@ def _file() -> Path:
     return paths.state_dir() / STATE_FILE
 
 
+def records_file() -> Path:
+    """Where the trust records live (shown read-only to MCP servers inside the walls)."""
+    return Path(os.path.realpath(_file()))
+
+
 def records() -> dict[str, dict[str, Any]]:
     """Trusted directory → its record. Raises TrustError when the file is unreadable."""
     try:

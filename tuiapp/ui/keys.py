@@ -66,6 +66,8 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     _a("deny_all", "N", "approval", "deny every call of the reply (twice)", "char"),
     _a("approval_back", "escape", "approval", "back to the message box / the panel"),
     _a("approval_run_edited", "ctrl+s", "approval editor", "submit edited arguments"),
+    _a("approval_scroll_down", "pagedown", "approval", "scroll the diff and arguments down"),
+    _a("approval_scroll_up", "pageup", "approval", "scroll the diff and arguments up"),
     _a("pane_cancel", "c", "tool pane", "cancel that call"),
     _a("pane_open_output", "o", "tool pane", "open the call's whole output"),
     _a("functions_filter", "slash", "functions panel", "filter by name"),

@@ -28,6 +28,9 @@ class Profile:
     network: Network = "off"
     cache: Path | None = None  # a private writable folder for runtimes' caches (npm, pip, …)
     call_files: tuple[Path, ...] = ()  # files kep made for this one call ($LLM_OUTPUT)
+    # kep's own files shown read-only through its hidden folders: the trust records, to MCP
+    # servers (a `kep mcp serve` one decides with them; they hold no key).
+    kep_files: tuple[Path, ...] = ()
     # The shared network namespace to join (its holder's pid) and this call's proxy URL;
     # None: a namespace of its own with nothing in it but loopback.
     proxy: tuple[int, str] | None = None
@@ -55,7 +58,9 @@ class Profile:
         lines += [f"hidden: {p}" for p in self.hidden]
         lines += [f"hidden (host service sockets): {p}" for p in self.hidden_sockets]
         if self.network == "on":
-            lines.append("network: on (the host's network)")
+            lines.append("network: on (every host through kep's proxy, HTTP and HTTPS CONNECT, "
+                         "without asking; each host reached is logged; direct sockets, UDP "
+                         "and DNS are refused)")
         elif self.network == "off":
             lines.append("network: off (every socket to anything outside is refused)")
         else:

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
+from tuiapp.security.subpath import under as _under  # on strings: the hot path
 
 # Set for runtimes inside the sandbox so their caches land in the private cache folder, not
 # in the user's real (read-only there) home folders. Not PYTHONPYCACHEPREFIX: a prefix makes
@@ -45,13 +46,6 @@ CACHE_ENV = {
 # bwrap's options before this call's own files, the remounts that go last, and the variables
 # that point runtimes at the private cache folder (none when it could not be made).
 _Built = tuple[list[str], list[str], dict[str, str]]
-
-
-def _under(path: Path, base: Path) -> bool:
-    # On strings: `base in path.parents` builds a Path per ancestor, and wrap() asks this
-    # for every hidden path against every shown one (most of a call's start-up time).
-    p, b = str(path), str(base)
-    return p == b or p.startswith(b if b.endswith("/") else b + "/")
 
 
 class Bubblewrap(Mechanism):
@@ -99,6 +93,9 @@ class Bubblewrap(Mechanism):
         for extra in profile.call_files:
             if _regular(str(extra)):
                 args += ["--bind", str(extra), str(extra)]
+        for own in profile.kep_files:  # read-only, in the empty folder hiding the rest
+            if _regular(str(own)):
+                args += ["--ro-bind", str(own), str(own)]
         args += remount
         if cwd is not None:
             args += ["--chdir", str(cwd)]
@@ -149,7 +146,7 @@ class Bubblewrap(Mechanism):
             # (root in the joined namespace: map back to the user's own ids inside)
             args[args.index("--unshare-user") + 1:args.index("--unshare-user") + 1] = [
                 "--uid", str(os.getuid()), "--gid", str(os.getgid())]
-        elif profile.network != "on":
+        else:  # "off", or no proxy to join ("on" included): loopback only, nothing outside
             args.append("--unshare-net")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         for sock in profile.hidden_sockets:

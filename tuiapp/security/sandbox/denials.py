@@ -5,11 +5,11 @@ which wall), so it is only ever added to what the tool said, never replaces it."
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 from tuiapp.security.sandbox.base import Profile
+from tuiapp.security.subpath import real, under
 
 MAX_LINES = 5
 _QUOTED = re.compile(r"""['"‘“`](/?[^'"’”`\n]+)['"’”`]""")
@@ -33,10 +33,6 @@ def _path_in(line: str) -> str | None:
     return None
 
 
-def _under(path: Path, base: Path) -> bool:
-    return path == base or base in path.parents
-
-
 def explain(text: str, profile: Profile, cwd: Path | None = None) -> list[str]:
     """The walls `text` (a failed call's stderr and output) shows it ran into."""
     out: list[str] = []
@@ -48,15 +44,15 @@ def explain(text: str, profile: Profile, cwd: Path | None = None) -> list[str]:
             if raw is None:
                 note = "sandbox: write outside the project denied"
             else:
-                p = Path(os.path.normpath(base / raw))
-                if _under(p, profile.root):
+                p = real(base / raw)
+                if under(p, profile.root):
                     note = f"sandbox: write to a read-only part of the project denied: {p}"
                 else:
                     note = f"sandbox: write outside the project denied: {p}"
         elif PERMISSION.search(line):
             raw = _path_in(line)
-            p = Path(os.path.normpath(base / raw)) if raw else None
-            if p is not None and any(_under(p, h) for h in profile.hidden):
+            p = real(base / raw) if raw else None
+            if p is not None and any(under(p, h) for h in profile.hidden):
                 note = f"sandbox: hidden path, reading denied: {p}"
         elif NETWORK.search(line):
             note = ("sandbox: network denied (children reach the network only as [sandbox] "

@@ -16,6 +16,7 @@ from pathlib import Path
 from tuiapp.security import hidden as hidden_list
 from tuiapp.security.sandbox import writable as writable_check
 from tuiapp.security.sandbox.base import Network, Profile
+from tuiapp.security.subpath import under
 from tuiapp.settings import paths
 from tuiapp.settings.config_types import SandboxConfig, SandboxRule
 
@@ -131,7 +132,7 @@ def resolve(settings: SandboxConfig, root: Path, *, tool: str | None = None,
     visible = []
     for d in tool_dirs:
         p = _abs(d, root)
-        if p != root and root in p.parents:
+        if p != root and under(p, root):
             readonly.append(p)
         elif p != root and p != Path("/"):
             visible.append(p)

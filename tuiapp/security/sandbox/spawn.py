@@ -29,6 +29,7 @@ from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
 from tuiapp.security.sandbox.bubblewrap import Bubblewrap
 from tuiapp.security.sandbox.dotenv_index import DotenvIndex
 from tuiapp.security.sandbox.none import NoSandbox
+from tuiapp.security.subpath import under
 from tuiapp.settings.config_types import Config, SandboxConfig
 
 Kind = Literal["tool", "lister", "forkserver", "mcp", "helper"]
@@ -152,10 +153,11 @@ def _warn_once() -> None:
 
 
 def needs_proxy(settings: SandboxConfig) -> bool:
-    """Does any child's profile let it reach the network through kep (ask or a host list)?"""
+    """Does any child's profile let it reach the network ("on", "ask" or a host list)? All of
+    them go through kep's proxy, "on" too: what it reached is logged."""
     nets = [settings.network, *(r.network for r in (*settings.tools.values(),
                                                     *settings.servers.values()))]
-    return any(n is not None and n not in ("off", "on") for n in nets)
+    return any(n is not None and n != "off" for n in nets)
 
 
 def set_network_asker(asker: Any) -> None:
@@ -266,21 +268,15 @@ def profile_for(cwd: Path | str | None, *, tool: str | None = None, server: str 
     """The profile of one child started in `cwd`. The root is the opened project's when `cwd`
     lies inside it, else `cwd` itself (a child kep starts elsewhere gets that folder)."""
     here = os.path.realpath(cwd if cwd is not None else os.getcwd())
-    root = _state.root
-    inside = root is not None and (here + "/").startswith(str(root).rstrip("/") + "/")
-    if inside and root is not None:  # `.env` files made since the last call hidden from this
-        if _state.dotenvs is None:
-            _state.dotenvs = DotenvIndex(root)
-        elif _state.dotenvs.refresh():
-            _state.profiles.clear()
-    # Kept per configuration (configure() clears it): resolving costs ~1 ms of CPU a call.
-    key = (here, tool, server, profiles.env_key())
+    root = _state.root if _state.root is not None and under(here, _state.root) else None
+    if root is not None and (_state.dotenvs is None or _state.dotenvs.refresh()):
+        _state.dotenvs = _state.dotenvs or DotenvIndex(root)  # a `.env` made since: hidden
+        _state.profiles.clear()
+    key = (here, tool, server, profiles.env_key())  # kept: resolving costs ~1 ms of CPU
     prof = _state.profiles.get(key)
     if prof is None:
-        if not inside or root is None or _state.dotenvs is None:
-            root, dotenvs = Path(here), None
-        else:
-            dotenvs = _state.dotenvs.files()
+        dotenvs = _state.dotenvs.files() if root is not None and _state.dotenvs else None
+        root = root or Path(here)
         prof = profiles.resolve(_state.settings, root, tool=tool, server=server,
                                 tool_dirs=_state.tool_dirs, dotenvs=dotenvs)
         if len(_state.profiles) >= 256:
@@ -314,9 +310,13 @@ def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, st
                 if real.startswith("/tmp/")]
     if visible or on_path:
         prof = dataclasses.replace(prof, visible=(*prof.visible, *visible, *on_path))
+    if kind == "mcp":  # a `kep mcp serve` reads its project's trust decision (read-only)
+        from tuiapp.security import trust
+
+        prof = dataclasses.replace(prof, kep_files=(trust.records_file(),))
     if kind in ("lister", "forkserver", "helper"):
         prof = dataclasses.replace(prof, network="off")  # listing a tool needs no network
-    elif prof.network not in ("off", "on") and _state.proxy is not None and _holder_alive():
+    elif prof.network != "off" and _state.proxy is not None and _holder_alive():
         token = _state.proxy.register(tool or server or "?", prof.network)
         prof = dataclasses.replace(
             prof, proxy=(_state.holder_pid, f"http://{token}:x@127.0.0.1:{_state.port}"))
@@ -342,9 +342,9 @@ def walls_to_widen(text: str, *, cwd: Path | str | None, tool: str) -> list[Path
     """The write walls a failed call hit that may be offered for widening (walls.py)."""
     if not active() or not text or walls.asker is None:
         return []
-    prof = profile_for(cwd, tool=tool)
-    found = walls.widenable(text, prof, Path(cwd) if cwd else None)
-    return [p for p in found if writable_check.safe(p, prof)]  # not through a planted link
+    prof = profile_for(cwd, tool=tool)  # never offered through a planted link (writable.py)
+    return [p for p in walls.widenable(text, prof, Path(cwd) if cwd else None)
+            if writable_check.safe(p, prof)]
 
 
 # ---- the starters: each wraps, then starts ---------------------------------------------------

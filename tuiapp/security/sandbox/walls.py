@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-import os
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from tuiapp.security.grants import Scope
 from tuiapp.security.sandbox import denials
 from tuiapp.security.sandbox.base import Profile
+from tuiapp.security.subpath import real, under
 
 FORMAT = "sandbox-wall"  # the spec.format of a wall question shown in the approval panel
 MAX_PATHS = 3
@@ -41,17 +41,17 @@ def widenable(text: str, profile: Profile, cwd: Path | None) -> list[Path]:
     """The paths a failed call was refused writing to, that may be offered for widening."""
     from tuiapp.settings import paths as kep_paths
 
-    own = [Path(os.path.realpath(p)) for p in (kep_paths.config_dir(), kep_paths.data_dir(),
+    own = [real(p) for p in (kep_paths.config_dir(), kep_paths.data_dir(),
                                                  kep_paths.state_dir(), kep_paths.cache_dir())]
     out: list[Path] = []
     base = cwd or profile.root
     for line in text.splitlines()[-400:]:
         if not denials.READ_ONLY.search(line) or (raw := denials._path_in(line)) is None:
             continue
-        p = Path(os.path.normpath(base / raw))
-        if (denials._under(p, profile.root) or p == Path("/") or p in out
-                or any(denials._under(p, h) or denials._under(h, p) for h in profile.hidden)
-                or any(denials._under(p, o) or denials._under(o, p) for o in own)):
+        p = real(base / raw)
+        if (under(p, profile.root) or p == Path("/") or p in out
+                or any(under(p, h) or under(h, p) for h in profile.hidden)
+                or any(under(p, o) or under(o, p) for o in own)):
             continue
         out.append(p)
         if len(out) >= MAX_PATHS:

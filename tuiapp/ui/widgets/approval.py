@@ -54,6 +54,8 @@ class ApprovalPanel(GrantChoices, AnswerKeys, Vertical, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "back", show=False, id="approval_back"),
         Binding("ctrl+s", "run_edited", "run edited", show=False, id="approval_run_edited"),
+        Binding("pagedown", "scroll_args(1)", show=False, id="approval_scroll_down"),
+        Binding("pageup", "scroll_args(-1)", show=False, id="approval_scroll_up"),
     ]
 
     class AnsweredAll(Message):

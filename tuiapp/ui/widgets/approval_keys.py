@@ -194,6 +194,14 @@ class AnswerKeys:
         """The action whose sequence was started (its second key is awaited)."""
         return self.keys.pending[0] if self.keys.pending else None
 
+    def action_scroll_args(self: ApprovalPanel, pages: int) -> None:
+        """A page of the diff and arguments (a long diff is read before it is answered)."""
+        from textual.containers import VerticalScroll
+
+        box = self.query_one(".approval-args", VerticalScroll)
+        box.scroll_to(y=box.scroll_y + pages * max(1, box.scrollable_content_region.height - 1),
+                      animate=False)
+
     async def on_key(self: ApprovalPanel, event: events.Key) -> None:
         if self.mode != "view" or not (event.is_printable or event.key in ("enter", "escape")):
             return  # the reason box and editor have their own keys; ctrl+… stay app keys
