@@ -22,6 +22,7 @@ SCRIPT = textwrap.dedent('''
     bridge = __import__("importlib.util").util.module_from_spec(spec)
     spec.loader.exec_module(bridge)
     d = tempfile.mkdtemp()
+    __import__("atexit").register(__import__("shutil").rmtree, d, True)  # none left in $TMPDIR
     path = os.path.join(d, "proxy.sock")
     proxy = socket.socket(socket.AF_UNIX)
     proxy.bind(path)

@@ -113,15 +113,19 @@ def _exit_on_sigterm(app: object) -> None:
 
     from tuiapp.tools import lifetime
 
+    def hard_exit(code: int) -> None:
+        lifetime.release()
+        os._exit(code)
+
     def stop(sig: int) -> None:
         code = 128 + sig
-        timer = threading.Timer(3.0, os._exit, (code,))
+        timer = threading.Timer(3.0, hard_exit, (code,))
         timer.daemon = True
         timer.start()
         try:
             asyncio.get_running_loop().call_soon_threadsafe(
                 lambda: app.exit(return_code=code))  # type: ignore[attr-defined]
         except RuntimeError:  # not inside the app's loop (before it started, or after)
-            os._exit(code)
+            hard_exit(code)
 
     lifetime.on_terminate(stop)

@@ -200,5 +200,15 @@ def _terminate(sig: int, frame: object) -> None:
         callback, _ = _on_terminate, on_terminate(None)
         callback(sig)
         return
+    release()
     signal.signal(sig, signal.SIG_DFL)
     os.kill(os.getpid(), sig)
+
+
+def release() -> None:
+    """What kep holds outside itself, given back before an end that skips atexit (a signal,
+    os._exit): the network proxy's holder and its socket folder in $TMPDIR."""
+    from tuiapp.security.sandbox import spawn
+
+    with contextlib.suppress(Exception):  # ending anyway: never a traceback on the way out
+        spawn.stop_network()

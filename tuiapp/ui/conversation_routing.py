@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import App
+from textual.css.query import NoMatches
 from textual.worker import Worker, WorkerState
 
 from tuiapp.ui import resource_attach
@@ -138,11 +139,23 @@ class ConversationRouting(MentionCompletion, App[int]):
             self.notify("No tool is running.")
 
     def on_reply_text(self, message: ReplyText) -> None:
-        self.query_one(Transcript).stream_text(message.text)
+        if transcript := self._transcript():
+            transcript.stream_text(message.text)
+
+    def _transcript(self) -> Transcript | None:
+        """None while kep closes: an event that arrives after the screen is gone is dropped
+        (it is recorded already), never an error."""
+        try:
+            return self.query_one(Transcript)
+        except NoMatches:
+            return None
 
     async def on_core_event(self, message: CoreEvent) -> None:
         event = message.event
-        self.query_one(Transcript).handle(event)
+        transcript = self._transcript()
+        if transcript is None:
+            return
+        transcript.handle(event)
         self.panes.handle(event)
         if (isinstance(event, ToolCallRequested) and not self._panes_hidden_by_user
                 and not self.narrow):  # (narrow: an overlay opens only when asked for)
