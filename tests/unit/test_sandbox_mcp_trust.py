@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,9 +36,10 @@ except OSError:
 """
 
 
-def run_as(kind: str, project: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+def run_as(kind: str, project: Path, *argv: str, python: str | None = None
+           ) -> subprocess.CompletedProcess[str]:
     spawn.use_config(config.parse({"tools": {"builtins": False}}, "test", project))
-    proc = spawn.popen([spawn.visible_python(), *argv], kind=kind, cwd=project,  # type: ignore[arg-type]
+    proc = spawn.popen([python or spawn.visible_python(), *argv], kind=kind, cwd=project,  # type: ignore[arg-type]
                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True)
     out, err = proc.communicate(timeout=120)
@@ -71,10 +73,12 @@ def test_kep_mcp_serve_inside_the_walls_sees_its_trusted_project(
     (project / "kep.toml").write_text('[[approval.rules]]\ntool = "hi"\naction = "allow"\n')
     write_tool(project / "prompts" / "functions" / "hi", "#!/bin/sh\necho hi\n")
     serve = ["-m", "tuiapp", "mcp", "serve", "--project", str(project)]
-    done = run_as("mcp", project, *serve)
+    # kep's own interpreter (its venv is shown inside the walls even under /tmp, where a CI
+    # clone may live; python3 from PATH may not have kep installed)
+    done = run_as("mcp", project, *serve, python=sys.executable)
     assert done.returncode == 2 and "is not trusted" in done.stderr, done.stderr  # not yet
     trust.trust(project)
-    done = run_as("mcp", project, *serve)
+    done = run_as("mcp", project, *serve, python=sys.executable)
     assert "is not trusted" not in done.stderr
     assert done.returncode == 0, done.stderr[-2000:]
 
