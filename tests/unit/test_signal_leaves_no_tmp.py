@@ -4,8 +4,11 @@ normal exit (an end by signal skips atexit)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,8 +34,8 @@ def test_a_signalled_kep_leaves_no_proxy_folder(tmp_path: Path, sig: signal.Sign
     proj = tmp_path / "proj"
     write_tool(proj / "prompts" / "functions" / "nap", SLEEPER)
     (proj / "kep.toml").write_text("[tools]\nbuiltins = false\n")
-    tmp = tmp_path / "tmpdir"
-    tmp.mkdir()
+    # (short: a Unix socket's path holds 107 bytes; a deeper $TMPDIR makes kep use /tmp)
+    tmp = Path(tempfile.mkdtemp(prefix="kt-", dir="/tmp"))
     proc = subprocess.Popen([*KEP, "call", "nap", "{}", "--project", str(proj)],
                             env=kep_env(TMPDIR=str(tmp)), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -45,8 +48,28 @@ def test_a_signalled_kep_leaves_no_proxy_folder(tmp_path: Path, sig: signal.Sign
         time.sleep(0.3)
         proc.send_signal(sig)
         proc.wait(15)
+        left = list(tmp.glob("kep-net-*"))
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert list(tmp.glob("kep-net-*")) == [], "the proxy's folder was left in $TMPDIR"
+        shutil.rmtree(tmp, ignore_errors=True)
+    assert left == [], "the proxy's folder was left in $TMPDIR"
+
+
+def test_a_deep_tmpdir_still_gets_a_proxy_socket(monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    from tuiapp.security.sandbox import proxy
+
+    deep = tmp_path / ("d" * 90)
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    assert proxy.socket_parent() == "/tmp"
+    p = proxy.Proxy()
+    try:
+        assert len(os.fsencode(p.path)) <= proxy.SOCKET_PATH_MAX
+    finally:
+        p.remove_socket()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    if len(os.fsencode(str(tmp_path))) + 30 <= proxy.SOCKET_PATH_MAX:
+        assert proxy.socket_parent() == str(tmp_path)  # $TMPDIR itself, when it fits

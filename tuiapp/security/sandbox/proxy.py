@@ -48,6 +48,19 @@ def host_allowed(rules: tuple[str, ...], host: str, port: int) -> bool:
     return False
 
 
+# A Unix socket's path holds at most 107 bytes: a deep $TMPDIR would leave tools no network.
+SOCKET_PATH_MAX = 107
+_SOCKET_TAIL = len("/kep-net-xxxxxxxx/proxy.sock")
+
+
+def socket_parent() -> str:
+    """$TMPDIR, or /tmp when the socket's path would be too long there."""
+    base = tempfile.gettempdir()
+    if len(os.fsencode(base)) + _SOCKET_TAIL <= SOCKET_PATH_MAX or not os.access("/tmp", os.W_OK):
+        return base
+    return "/tmp"
+
+
 class Proxy:
     def __init__(self) -> None:
         self.calls: OrderedDict[str, CallNet] = OrderedDict()
@@ -56,7 +69,7 @@ class Proxy:
         self.session_allowed: dict[str, set[str]] = {}
         self.session_refused: dict[str, set[str]] = {}
         self.asking: dict[tuple[str, str, int], asyncio.Future[bool]] = {}  # open questions
-        self.dir = tempfile.mkdtemp(prefix="kep-net-")
+        self.dir = tempfile.mkdtemp(prefix="kep-net-", dir=socket_parent())
         self.path = os.path.join(self.dir, "proxy.sock")
         self.server: asyncio.AbstractServer | None = None
 

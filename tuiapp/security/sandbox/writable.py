@@ -19,12 +19,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from tuiapp.security.sandbox.base import Profile
+from tuiapp.security.subpath import under
 
 MAX_LINKS = 40  # as the kernel's own limit on links followed in one lookup
-
-
-def _under(path: Path, base: Path) -> bool:
-    return path == base or base in path.parents
 
 
 def lexical(entry: str | Path, root: Path) -> Path:
@@ -55,7 +52,7 @@ def resolve_entry(path: Path, walls: Iterable[Path]) -> tuple[Path | None, str]:
         if not stat.S_ISLNK(mode):
             cur = nxt
             continue
-        if any(_under(cur, w) for w in walls):
+        if any(under(cur, w) for w in walls):
             try:
                 target = os.readlink(nxt)
             except OSError:
