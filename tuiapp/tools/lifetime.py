@@ -42,6 +42,7 @@ SWEEP_FOR = 1.5  # seconds the reaper keeps sweeping (catches a fork in progress
 
 _token: str | None = None
 _reaper: subprocess.Popen[bytes] | None = None
+_told: int | None = None  # the write end of the watchdog's pipe (its closing: kep is gone)
 _on_terminate: Callable[[int], None] | None = None
 
 # The watchdog, run as `python -S -I -c REAPER kep-reaper TOKEN`: no kep import, so it starts in
@@ -51,11 +52,22 @@ import os, signal, sys, time
 token = sys.argv[2]
 for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE):
     signal.signal(s, signal.SIG_IGN)
+told = b""
 try:
-    while os.read(0, 4096):
-        pass
+    while chunk := os.read(0, 4096):
+        told += chunk
 except OSError:
     pass
+# Folders kep asked to have removed if it dies (its proxy's socket folder in $TMPDIR): a
+# SIGKILL skips every handler of kep's own. Only such a folder, and only its socket.
+for line in told.decode("utf-8", "replace").splitlines():
+    path = line.removeprefix("rmdir ")
+    if line.startswith("rmdir /") and os.path.basename(path).startswith("kep-net-"):
+        for remove, target in ((os.unlink, os.path.join(path, "proxy.sock")), (os.rmdir, path)):
+            try:
+                remove(target)
+            except OSError:
+                pass
 me = os.getpid()
 def marked():
     for name in os.listdir("/proc"):
@@ -109,12 +121,13 @@ def arm() -> None:
 
 
 def _start_reaper(tok: str) -> None:
-    global _reaper
+    global _reaper, _told
     read_end, write_end = os.pipe()  # both ends close-on-exec: no child inherits them
     try:
         env = {k: v for k, v in os.environ.items() if k != OWNER_VAR}
-        from tuiapp.security.sandbox import spawn
+        from tuiapp.security.sandbox import spawn, temp_folders
 
+        temp_folders.on_folder = _remove_at_death
         _reaper = spawn.popen_unconfined(
             [sys.executable, "-S", "-I", "-c", REAPER, "kep-reaper", tok, str(SWEEP_FOR)],
             "watchdog",
@@ -126,11 +139,20 @@ def _start_reaper(tok: str) -> None:
             env=env,
             cwd="/",
         )
+        _told = write_end
     except Exception:  # OSError, or an import cut short because kep is already exiting
         os.close(write_end)  # no watchdog: the signal handlers still work
     finally:
         os.close(read_end)
-    # The write end stays open, unused, until kep ends: its closing is the message.
+    # The write end stays open until kep ends: its closing is the message.
+
+
+def _remove_at_death(path: str) -> None:
+    """Have the watchdog remove `path` (a folder of kep's in $TMPDIR) when kep is gone,
+    however it ends; a normal exit removes it first, then this finds nothing to do."""
+    if _told is not None:
+        with contextlib.suppress(OSError):
+            os.write(_told, f"rmdir {path}\n".encode())
 
 
 def on_terminate(callback: Callable[[int], None] | None) -> None:

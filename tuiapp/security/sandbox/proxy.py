@@ -19,6 +19,8 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from tuiapp.security.sandbox import temp_folders
+
 HEAD_MAX = 64 << 10
 TOKENS_KEPT = 4096
 
@@ -70,6 +72,7 @@ class Proxy:
         self.session_refused: dict[str, set[str]] = {}
         self.asking: dict[tuple[str, str, int], asyncio.Future[bool]] = {}  # open questions
         self.dir = tempfile.mkdtemp(prefix="kep-net-", dir=socket_parent())
+        temp_folders.made(self.dir)  # removed by kep's watchdog if kep is killed
         self.path = os.path.join(self.dir, "proxy.sock")
         self.server: asyncio.AbstractServer | None = None
 
