@@ -10,10 +10,10 @@ import os
 from pathlib import Path
 
 import pytest
+from test_mentions_ui import listed, options
 from tui_helpers import ScriptedProvider, app_for, make_project, send, until, wait_idle
 
 from tuiapp.providers.base import StreamEnd
-from tuiapp.ui.mention_complete import MentionList
 from tuiapp.ui.widgets.prompt_input import PromptInput
 from tuiapp.ui.widgets.transcript import Transcript
 from tuiapp.vocab.events import TextDelta
@@ -31,16 +31,6 @@ def proj(tmp_path: Path) -> Path:
     (root / "liar.png").write_text("I am text pretending to be a picture\n")
     (root / "photo.png").write_bytes(JPEG)  # a jpeg named png: sent as what it is
     return root
-
-
-def options(app: object) -> list[str]:
-    lst = app.query_one(MentionList)  # type: ignore[attr-defined]
-    return [str(lst.get_option_at_index(i).prompt) for i in range(lst.option_count)]
-
-
-def listed(app: object) -> bool:
-    found = app.query(MentionList)  # type: ignore[attr-defined]
-    return bool(found) and not found.first().has_class("-hidden") and found.first().option_count
 
 
 def transcript_text(app: object) -> str:

@@ -14,21 +14,12 @@ from pathlib import Path
 
 import pytest
 from test_runner import run, tool
+from test_sandbox_profile import needs_walls, runner_with
 
 from tuiapp.security.sandbox import profile, spawn, writable
-from tuiapp.settings import config
 from tuiapp.settings.config_types import SandboxConfig
-from tuiapp.tools.runner import Runner
 
 SECRET = "s3cr3t-h0les-7a2c"
-needs_walls = pytest.mark.skipif(
-    spawn.mechanism().missing() is not None and os.environ.get("KEP_TEST_REQUIRE_SANDBOX") != "1",
-    reason=f"no sandbox here: {spawn.mechanism().missing()}")
-
-
-def runner_with(root: Path, **sandbox: object) -> Runner:
-    cfg = config.parse({"tools": {"builtins": False}, "sandbox": sandbox}, "test", root)
-    return Runner(cfg, spool_dir=root / ".spool")
 
 
 @pytest.fixture
