@@ -61,7 +61,37 @@ def settled(proj: Path, *extra: str, **kw: object) -> Run:
         if run.served:
             assert len(set(outs)) == 1, "the snapshot answered differently from the listing"
             return run
-    raise AssertionError("never answered from the snapshot")
+    raise AssertionError(f"never answered from the snapshot: {why_not(proj, **kw)}\n"
+                         f"last stderr: {run.stderr!r}")
+
+
+WHY_NOT = """
+import os, sys
+from tuiapp.tools import listing_snapshot as s
+project = sys.argv[1] if len(sys.argv) > 1 else None
+try:
+    data = open(s._file(project, os.getcwd()), "rb").read()
+except OSError as e:
+    sys.exit(f"no snapshot ({e})")
+meta, env, witnesses, _ = s._sections(data, 3)
+if meta != s._meta(project, os.getcwd()):
+    sys.exit("meta differs")
+if env != s._env():
+    old, new = set(env.split(b"\\0")), set(s._env().split(b"\\0"))
+    sys.exit(f"environment differs: {sorted(old ^ new)!r}")
+f = witnesses.decode(*s._ENC).split("\\0")
+sys.exit(repr([(f[i], f[i + 1], s._sig(f[i])) for i in range(0, len(f), 2)
+               if s._sig(f[i]) != f[i + 1]]) or "nothing differs now")
+"""
+
+
+def why_not(proj: Path, cwd: Path | None = None, **env: str) -> str:
+    """Why the snapshot does not answer (for a failure's message): what changed since."""
+    args = [sys.executable, "-c", WHY_NOT, *([] if cwd is not None else [str(proj)])]
+    res = subprocess.run(args, capture_output=True, text=True, errors="surrogateescape",
+                         timeout=60, cwd=cwd or proj,
+                         env=kep_env(PYTHONDONTWRITEBYTECODE="", **env))
+    return res.stderr.strip()[-2000:]
 
 
 @pytest.mark.slow
