@@ -67,9 +67,36 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.option.numprocesses and not os.environ.get("PYTEST_XDIST_WORKER"):
+        from bytecode_warmup import warm
+
+        warm(REPO, config)  # once, before the workers start (each would compile it all)
     if (os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("KEP_TEST_NOT_SLOW") == "1"
             and not config.option.markexpr):
         config.option.markexpr = "not slow"  # a worker of the whole suite's default run
+
+
+NARROW = (80, 24)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A Pilot test run at 80x24 and at a wide size: the wide twin is `slow` (the README's
+    command runs the narrow one, where layouts break first; `.ci/run` runs both)."""
+
+    def key(item: pytest.Item) -> tuple[object, ...]:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        rest = tuple(sorted((k, repr(v)) for k, v in params.items() if k != "size"))
+        return (item.path, getattr(item, "originalname", item.name), rest)
+
+    def size(item: pytest.Item) -> tuple[int, ...] | None:
+        value = getattr(getattr(item, "callspec", None), "params", {}).get("size")
+        return tuple(value) if isinstance(value, (tuple, list)) else None
+
+    narrow = {key(item) for item in items if size(item) == NARROW}
+    for item in items:
+        if size(item) not in (None, NARROW) and key(item) in narrow:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

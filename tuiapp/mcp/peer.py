@@ -15,9 +15,10 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-import mcp.types as types
+if TYPE_CHECKING:  # the SDK costs a second to import: only a session with a server needs it
+    import mcp.types as types
 
 MAX_SAMPLING_BYTES = 1024 * 1024  # messages + system prompt; a bigger request is refused
 SAMPLING_RULE = "mcp:{server}:sampling"  # the tool name rules match to allow a server's sampling
@@ -166,6 +167,7 @@ def sampling_request(server: str, p: types.CreateMessageRequestParams) -> Sampli
 def callbacks(server: str, host: Callable[[], PeerHost], root: Callable[[], Path],
               log: Callable[[str], None]) -> dict[str, Any]:
     """The SDK Client's sampling, elicitation, roots and logging callbacks for `server`."""
+    import mcp.types as types
 
     budget = _Budget()
 

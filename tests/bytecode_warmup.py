@@ -1,0 +1,93 @@
+"""Compile once, before the workers start: kep's modules and the suite's helpers to ordinary
+bytecode, the test modules to pytest's assert-rewritten bytecode, on every core.
+
+Without it every xdist worker rewrote all 260 test modules itself (about 9 s of CPU each), and,
+where PYTHONDONTWRITEBYTECODE is set (as on CI), every `kep` the tests start compiled the
+modules it imports again (about 0.2 s each). Python and pytest both read compiled files that
+exist even when told not to write any. A warm-up that fails costs time, nothing else.
+"""
+
+from __future__ import annotations
+
+import compileall
+import os
+import re
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import pytest
+
+# Fixture trees are listed and copied by the tests as they are: no __pycache__ in them.
+SKIP = re.compile(r"/tests/(fixtures|\.peers)/|/__snapshots__/")
+
+
+def _sources(repo: Path) -> list[Path]:
+    return [p for top in ("tuiapp", "tests") for p in sorted((repo / top).rglob("*.py"))
+            if not SKIP.search(str(p))]
+
+
+def _compile(paths: list[str]) -> None:
+    for path in paths:
+        compileall.compile_file(path, quiet=2)
+
+
+def _rewrite(paths: list[str], config: pytest.Config) -> None:
+    from _pytest.assertion import rewrite
+
+    for path in paths:
+        fn = Path(path)
+        try:
+            stat, code = rewrite._rewrite_test(fn, config)
+            pyc = rewrite.get_cache_dir(fn) / (fn.name[:-3] + rewrite.PYC_TAIL)
+            pyc.parent.mkdir(exist_ok=True)
+            tmp = pyc.with_name(f"{pyc.name}.{os.getpid()}")
+            with open(tmp, "wb") as f:
+                rewrite._write_pyc_fp(f, stat, code)
+            os.replace(tmp, pyc)
+        except (OSError, SyntaxError):
+            continue
+
+
+def _stale_rewrites(tests: list[Path]) -> list[str]:
+    from _pytest.assertion import rewrite
+
+    out = []
+    for fn in tests:
+        pyc = rewrite.get_cache_dir(fn) / (fn.name[:-3] + rewrite.PYC_TAIL)
+        if rewrite._read_pyc(fn, pyc) is None:
+            out.append(str(fn))
+    return out
+
+
+def _stale_compiles(sources: list[Path]) -> list[str]:
+    import importlib.util
+
+    out = []
+    for fn in sources:
+        try:
+            stale = os.stat(importlib.util.cache_from_source(str(fn))).st_mtime < fn.stat().st_mtime
+        except OSError:
+            stale = True
+        if stale:
+            out.append(str(fn))
+    return out
+
+
+def warm(repo: Path, config: pytest.Config) -> None:
+    try:
+        sources = _sources(repo)
+        tests = [p for p in sources if p.name.startswith("test_") or p.name == "conftest.py"]
+        rewrites, compiles = _stale_rewrites(tests), _stale_compiles(sources)
+    except (OSError, ImportError, AttributeError):
+        return
+    if not rewrites and not compiles:
+        return
+    cores = len(os.sched_getaffinity(0)) or 1
+    try:
+        with ProcessPoolExecutor(cores) as pool:
+            jobs = [pool.submit(_rewrite, rewrites[i::cores], config) for i in range(cores)]
+            jobs += [pool.submit(_compile, compiles[i::cores]) for i in range(cores)]
+            for job in jobs:
+                job.result()
+    except Exception:  # a warm-up only: the workers compile what is missing themselves
+        return
