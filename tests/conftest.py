@@ -67,7 +67,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if config.option.numprocesses and not os.environ.get("PYTEST_XDIST_WORKER"):
+    if getattr(config.option, "numprocesses", None) and not os.environ.get("PYTEST_XDIST_WORKER"):
         from bytecode_warmup import warm
 
         warm(REPO, config)  # once, before the workers start (each would compile it all)

@@ -15,9 +15,13 @@ read any file on the machine.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
+import pytest
 from conftest import REPO
+
+pytestmark = pytest.mark.xdist_group("one_reader")  # one worker: one scan of the tree
 
 TUIAPP = REPO / "tuiapp"
 READERS = {"tuiapp/security/project_files.py", "tuiapp/settings/file_reader.py"}
@@ -129,6 +133,7 @@ def _is_raw_read(node: ast.Call) -> str | None:
     return None
 
 
+@functools.cache  # one scan of the tree for the tests that read it
 def raw_reads() -> list[tuple[str, str, int, str]]:
     found = []
     for file in sorted(TUIAPP.rglob("*.py")):
@@ -177,6 +182,7 @@ def test_the_scan_finds_a_planted_raw_read(tmp_path: Path) -> None:
                      "json.load()", "yaml.safe_load()"}
 
 
+@functools.cache
 def unconfined_reads() -> list[tuple[str, str, int]]:
     """Calls of project_files.read_* without `confine=` (the reader's own module aside)."""
     found = []

@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -75,3 +76,57 @@ def test_a_deep_tmpdir_still_gets_a_proxy_socket(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     if len(os.fsencode(str(tmp_path))) + 30 <= proxy.SOCKET_PATH_MAX:
         assert proxy.socket_parent() == str(tmp_path)  # $TMPDIR itself, when it fits
+
+
+SLOW_WATCHDOG = r'''
+import os, signal, sys, tempfile, time
+from tuiapp.security.sandbox import temp_folders
+from tuiapp.tools import lifetime
+start = lifetime._start_reaper
+def late(token):  # a loaded machine: the watchdog's thread runs late, its fork+exec is slow
+    time.sleep(0.5)
+    start(token)
+lifetime._start_reaper = late
+lifetime.arm()
+folder = tempfile.mkdtemp(prefix="kep-net-", dir=sys.argv[1])
+temp_folders.made(folder)  # made before the watchdog runs
+while lifetime._reaper is None:
+    time.sleep(0.01)
+time.sleep(0.2)
+os.kill(os.getpid(), signal.SIGKILL)
+'''
+
+
+def test_a_folder_made_while_the_watchdog_starts_is_removed_after_a_sigkill(
+        tmp_path: Path) -> None:
+    """The watchdog starts in a thread; a folder made before it runs is told to it once it
+    does (before, it was dropped: one `kep-net-*` folder left now and then by a killed kep)."""
+    res = subprocess.run([sys.executable, "-c", SLOW_WATCHDOG, str(tmp_path)], env=kep_env(),
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == -signal.SIGKILL, res.stderr
+    deadline = time.monotonic() + 5
+    while (left := list(tmp_path.glob("kep-net-*"))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert left == [], "the folder was left in $TMPDIR"
+
+
+@pytest.mark.parametrize("failure", ["no thread", "no holder"])
+async def test_a_proxy_that_fails_to_start_leaves_no_folder(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, failure: str) -> None:
+    """However the network's start fails (no thread to wait in, under a fork bomb; a mechanism
+    that cannot hold a namespace), its socket folder goes with it."""
+    if spawn.mechanism().missing():
+        pytest.skip("no sandbox here: kep starts no proxy without one")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    if failure == "no thread":
+        async def no_thread(*args: object) -> None:
+            raise RuntimeError("can't start new thread")
+
+        monkeypatch.setattr(spawn.asyncio, "to_thread", no_thread)
+    else:
+        monkeypatch.setattr(spawn.mechanism(), "holder_argv", lambda *a: None)
+    spawn.stop_network()
+    monkeypatch.setattr(spawn._state, "net_failed", None)
+    await spawn._ensure_network()
+    assert spawn._state.proxy is None and spawn._state.net_failed
+    assert list(tmp_path.glob("kep-net-*")) == [], "the proxy's folder was left in $TMPDIR"

@@ -44,6 +44,8 @@ _token: str | None = None
 _reaper: subprocess.Popen[bytes] | None = None
 _told: int | None = None  # the write end of the watchdog's pipe (its closing: kep is gone)
 _on_terminate: Callable[[int], None] | None = None
+_told_lock = threading.Lock()
+_untold: list[str] = []  # folders to tell the watchdog of once it runs
 
 # The watchdog, run as `python -S -I -c REAPER kep-reaper TOKEN`: no kep import, so it starts in
 # milliseconds and keeps working whatever happens to kep's own files.
@@ -114,6 +116,9 @@ def arm() -> None:
         os.environ[OWNER_VAR] = " ".join([*inherited[-7:], _token])
         # Started beside kep's own start-up (a fork+exec costs ~10 ms): whatever is spawned
         # meanwhile already carries the mark, and the watchdog finds it when it looks.
+        from tuiapp.security.sandbox import temp_folders
+
+        temp_folders.on_folder = _remove_at_death  # now: a folder made meanwhile is kept
         threading.Thread(target=_start_reaper, args=(_token,), daemon=True).start()
     for sig in (signal.SIGTERM, signal.SIGHUP):
         with contextlib.suppress(ValueError, OSError):  # not the main thread: leave it
@@ -125,9 +130,8 @@ def _start_reaper(tok: str) -> None:
     read_end, write_end = os.pipe()  # both ends close-on-exec: no child inherits them
     try:
         env = {k: v for k, v in os.environ.items() if k != OWNER_VAR}
-        from tuiapp.security.sandbox import spawn, temp_folders
+        from tuiapp.security.sandbox import spawn
 
-        temp_folders.on_folder = _remove_at_death
         _reaper = spawn.popen_unconfined(
             [sys.executable, "-S", "-I", "-c", REAPER, "kep-reaper", tok, str(SWEEP_FOR)],
             "watchdog",
@@ -139,7 +143,11 @@ def _start_reaper(tok: str) -> None:
             env=env,
             cwd="/",
         )
-        _told = write_end
+        with _told_lock:  # folders made while the watchdog was starting: told now
+            _told = write_end
+            for path in _untold:
+                _tell(path)
+            _untold.clear()
     except Exception:  # OSError, or an import cut short because kep is already exiting
         os.close(write_end)  # no watchdog: the signal handlers still work
     finally:
@@ -150,9 +158,16 @@ def _start_reaper(tok: str) -> None:
 def _remove_at_death(path: str) -> None:
     """Have the watchdog remove `path` (a folder of kep's in $TMPDIR) when kep is gone,
     however it ends; a normal exit removes it first, then this finds nothing to do."""
-    if _told is not None:
-        with contextlib.suppress(OSError):
-            os.write(_told, f"rmdir {path}\n".encode())
+    with _told_lock:
+        if _told is None:
+            _untold.append(path)  # the watchdog is still starting (in its thread)
+        else:
+            _tell(path)
+
+
+def _tell(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.write(_told, f"rmdir {path}\n".encode())  # type: ignore[arg-type]
 
 
 def on_terminate(callback: Callable[[int], None] | None) -> None:

@@ -3,8 +3,7 @@ stdio servers, `.prompt` `.cmd` calls, workbench runs) is started here, wrapped 
 mechanism with its resolved profile. Three children are started unconfined, on purpose and by
 name: kep's own watchdog (it must see and kill what kep started), the user's editor (the
 user's own action on a tool's source) and the browser (the user's own key on a URL an MCP
-server asked them to visit). tests/unit/test_one_spawner.py fails if any other
-module starts a process.
+server asked them to visit). tests/unit/test_one_spawner.py fails if any other module does.
 """
 
 from __future__ import annotations
@@ -208,31 +207,28 @@ async def _start_network(loop: asyncio.AbstractEventLoop) -> None:
                                     proxy.path], proxy.dir)
     if argv is None:
         _state.net_failed = f"{mechanism().name} cannot hold a shared network namespace"
+        proxy.remove_socket()  # its folder in $TMPDIR
         return
-    try:
+    holder: subprocess.Popen[bytes] | None = None
+    try:  # kep's own helper: the bridge in the namespace every call with network joins
         await proxy.start()
-        # kep's own helper: the bridge in the namespace every call with network joins
         holder = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, start_new_session=True,
                                   close_fds=True)
-        info = await asyncio.to_thread(_ready, holder)
-        if info is None:
+        # Its pid (whose namespaces calls join), once its bridge says it listens.
+        if (await asyncio.to_thread(holder.stdout.readline)).strip() != b"ready":  # type: ignore[union-attr]
             raise OSError("the network namespace did not come up")
-        _state.holder, _state.holder_pid, _state.port = holder, info, port
+        _state.holder, _state.holder_pid, _state.port = holder, holder.pid, port
         _state.proxy, _state.proxy_loop = proxy, loop
         # The socket's folder lives in $TMPDIR: gone when kep ends, not one left per run.
         atexit.unregister(stop_network)  # once, however many loops started one
         atexit.register(stop_network)
-    except OSError as e:
+    except (OSError, RuntimeError) as e:  # RuntimeError: no thread to wait in (a fork bomb)
         _state.net_failed = f"no network through kep: {e}"
         notice(f"sandbox: {_state.net_failed}; tools get no network")
+        if holder is not None:
+            holder.kill()
         await proxy.close()
-
-
-def _ready(holder: subprocess.Popen[bytes]) -> int | None:
-    """The holder's pid (its namespaces are the ones calls join), once its bridge listens."""
-    assert holder.stdout is not None
-    return holder.pid if holder.stdout.readline().strip() == b"ready" else None
 
 
 def stop_network() -> None:
