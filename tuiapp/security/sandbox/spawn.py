@@ -223,12 +223,14 @@ async def _start_network(loop: asyncio.AbstractEventLoop) -> None:
         # The socket's folder lives in $TMPDIR: gone when kep ends, not one left per run.
         atexit.unregister(stop_network)  # once, however many loops started one
         atexit.register(stop_network)
-    except (OSError, RuntimeError) as e:  # RuntimeError: no thread to wait in (a fork bomb)
-        _state.net_failed = f"no network through kep: {e}"
-        notice(f"sandbox: {_state.net_failed}; tools get no network")
+    except (OSError, RuntimeError) as e:
         if holder is not None:
             holder.kill()
         await proxy.close()
+        if isinstance(e, RuntimeError):  # no thread to wait in (a fork bomb): this call fails
+            raise
+        _state.net_failed = f"no network through kep: {e}"
+        notice(f"sandbox: {_state.net_failed}; tools get no network")
 
 
 def stop_network() -> None:
