@@ -7,13 +7,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from tuiapp.mcp.client import McpRequestError
-from tuiapp.mcp.resources import ResourceText
 from tuiapp.ui.literal import say, shown
 
 if TYPE_CHECKING:
     from textual.app import App
 
+    from tuiapp.mcp.resources import ResourceText
     from tuiapp.ui.app_api import KepApp
 
 _pending: WeakKeyDictionary[App[int], list[tuple[str, ResourceText]]] = WeakKeyDictionary()
@@ -26,6 +25,7 @@ def pending(app: App[int]) -> list[tuple[str, ResourceText]]:
 async def attach(app: KepApp, server: str, uri: str) -> None:
     if app.ws.mcp is None:
         return
+    from tuiapp.mcp.client import McpRequestError  # with a server: the SDK is loaded already
     try:
         got = await app.ws.mcp.read_resource(server, uri)
     except McpRequestError as e:
@@ -41,6 +41,7 @@ async def attach(app: KepApp, server: str, uri: str) -> None:
 async def subscribe(app: KepApp, server: str, uri: str) -> None:
     if app.ws.mcp is None:
         return
+    from tuiapp.mcp.client import McpRequestError  # with a server: the SDK is loaded already
     try:
         await app.ws.mcp.subscribe(server, uri)
     except McpRequestError as e:
