@@ -30,7 +30,8 @@ async def test_a_shell_line_runs_shows_its_output_and_offers_it(
     app = app_for(project(tmp_path), provider=provider)
     async with app.run_test(size=size) as pilot:
         await send(pilot, "!printf 'before\\033]2;pwned\\007after\\n'; echo second")
-        await until(pilot, lambda: app.query(ShellResult), timeout=30, what="the result")
+        await until(pilot, lambda: app.query(f"{ShellResult.__name__} .shell-status"), timeout=30,
+                    what="the result")  # its lines, not just the block: they mount after it
         pane = app.panes.newest()
         assert pane is not None
         shown = "\n".join(pane.output.lines())
@@ -79,9 +80,9 @@ async def test_two_shell_lines_one_after_the_other(tmp_path: Path) -> None:
     app = app_for(project(tmp_path), provider=ScriptedProvider([]))
     async with app.run_test(size=(80, 24)) as pilot:
         await send(pilot, "!echo one")
-        await until(pilot, lambda: len(app.query(ShellResult)) == 1, timeout=30, what="one")
+        await until(pilot, lambda: len(app.query(".shell-status")) == 1, timeout=30, what="one")
         await send(pilot, "!echo two; exit 3")
-        await until(pilot, lambda: len(app.query(ShellResult)) == 2, timeout=30, what="two")
+        await until(pilot, lambda: len(app.query(".shell-status")) == 2, timeout=30, what="two")
         last = app.query(ShellResult).last()
         assert "exit 3" in str(last.query_one(".shell-status").render())
         assert "two" in str(last.query_one(".shell-output").render())
