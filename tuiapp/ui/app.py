@@ -8,7 +8,6 @@ Layout: [functions panel] | transcript, approval panel, prompt | [tool panes]; s
 from __future__ import annotations
 
 import asyncio
-import gc
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -32,6 +31,7 @@ from tuiapp.ui.approval_routing import ApprovalRouting
 from tuiapp.ui.bridge import ApprovalBroker, EventBridge
 from tuiapp.ui.chat_screen import ChatScreen
 from tuiapp.ui.conversation_routing import ConversationRouting
+from tuiapp.ui.deferred_start import DeferredStart, freeze_startup_heap
 from tuiapp.ui.focus import focus_now
 from tuiapp.ui.literal import literal, say
 from tuiapp.ui.mode_actions import ModeActions
@@ -62,7 +62,7 @@ LATER_CSS = Path(__file__).with_name("later.tcss")
 # order, and KepApp's own (now theirs) ran before the other mixins'.
 class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStarts,
              SessionActions, ModelOptionActions, ModeActions, WaitingNotice, NarrowLayout,
-             OpensOutputViewer, App[int]):
+             OpensOutputViewer, DeferredStart, App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     TITLE = "kep"
     COMMANDS = SessionStarts.COMMANDS | {commands.McpCommands}
@@ -189,7 +189,7 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
         for line in self.ws.config.warnings:
             self.notify(literal(line), title="Config", severity="warning", timeout=12)
         if self.resume_gc:
-            self.call_after_refresh(_resume_gc)
+            self.call_after_refresh(freeze_startup_heap)
         self.call_after_refresh(self.load_later_css)
         # After the first frame is on screen: startup never waits for tools.
         self.call_after_refresh(self.refresh_tools, first=True)
@@ -204,37 +204,6 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
             self._later_css = True
             self.stylesheet.add_source(LATER_CSS.read_text(encoding="utf-8"),
                                        read_from=(str(LATER_CSS), ""), is_default_css=False)
-
-    async def _finish_startup(self) -> None:
-        """After the frame that shows the tools: the hidden panels, the chat (its provider
-        SDK loading in a thread), hot reload, then `tools_ready` (a turn needs both)."""
-        try:
-            self.load_later_css()
-            body = self.query_one("#body")
-            if self.functions.parent is None:
-                await body.mount(self.functions, before=0)
-            if self.approval.parent is None:
-                await self.query_one("#chat").mount(self.approval,
-                                                    before=self.query_one(PromptInput))
-            if self.panes.parent is None:  # (a new session mounts its own panes)
-                await body.mount(self.panes)
-            self.chat.preload()
-            self._settle_heap()
-            if self.watch:
-                self.watch_files()  # (its imports, watchfiles and anyio, are not small)
-        finally:
-            self.tools_ready.set()
-
-    @work(group="heap", exit_on_error=False)
-    async def _settle_heap(self) -> None:
-        """Once the provider SDK is in (most of what kep loads after its first frame): one
-        full collection while idle, then freeze what is left. It lives as long as the app,
-        and a collection during a stream would otherwise walk all of it (one took 160 ms,
-        in the middle of a reply)."""
-        await self.chat.preloaded()
-        if not self.busy:
-            gc.collect()
-            gc.freeze()
 
     # ---- tools --------------------------------------------------------------------------
 
@@ -381,13 +350,6 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
 
     async def on_unmount(self) -> None:
         await self.stop_background()
-
-
-def _resume_gc() -> None:
-    """Once on screen: what startup built stays for good (frozen: no collection walks it
-    again), and collection is back on for what comes next."""
-    gc.freeze()
-    gc.enable()
 
 
 def make_app(workspace: Workspace, *, model: str, store: Store | None = None,
