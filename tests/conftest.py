@@ -31,7 +31,8 @@ for _var, _sub in (("HOME", ""), ("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME
 # `python3` for the tools the tests write (`#!/usr/bin/env python3`) and the commands they
 # start is the interpreter under test, not whatever comes first on the caller's PATH: a
 # version manager's shim there (pyenv's) runs a shell script per start, 150 ms of CPU instead
-# of 20, and a suite that starts hundreds of Python tools spent a sixth of its time in it.
+# of about 20, and the suite, which starts hundreds of Python tools, spent an eighth of its
+# CPU in it.
 os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable),
                                       *(d for d in os.environ.get("PATH", "").split(os.pathsep)
                                         if d and d != os.path.dirname(sys.executable))])
