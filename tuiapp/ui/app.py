@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, cast
 
@@ -211,8 +211,8 @@ class KepApp(ConversationRouting, ApprovalRouting, WorkbenchActions, SessionStar
     async def refresh_tools(self, first: bool = False) -> None:
         if first:  # MCP servers start beside the listing; their tools arrive as events
             mcp_requests.start(self, self._sink, self._mcp_state)  # also answers their asks
-            self.run_worker(self.ws.session_started(self._sink), group="session-hooks",
-                            exit_on_error=False)
+            self.run_worker(partial(self.ws.session_started, self._sink),
+                            group="session-hooks", exit_on_error=False)
             from tuiapp.security import shell_split
 
             self.run_worker(shell_split.warm, thread=True, group="warm", exit_on_error=False)

@@ -109,7 +109,7 @@ class SessionStarts(App[int]):
     def on_mount(self) -> None:
         plan, self.pending_start = self.pending_start, None
         if plan is not None:
-            self.run_worker(self._begin_pending(plan), group="start-pending")
+            self.run_worker(partial(self._begin_pending, plan), group="start-pending")
 
     async def _begin_pending(self, plan: StartPlan) -> None:
         # After the first listing: a variables form pushed over the chat screen before its

@@ -5,6 +5,7 @@ scrolls to that message. The search itself is conversation.session_search."""
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from textual.app import App
@@ -36,7 +37,8 @@ class SearchActions(App[int]):
         self.push_screen(SearchScreen(self.store, self.ws.root, words), found)
 
     def open_at(self, session_id: str, seq: int) -> None:
-        self.run_worker(self._open_at(session_id, seq), exclusive=True, group="search-jump")
+        self.run_worker(partial(self._open_at, session_id, seq), exclusive=True,
+                        group="search-jump")
 
     async def _open_at(self, session_id: str, seq: int) -> None:
         if session_id != self.chat.session_id:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from functools import partial
 from typing import TYPE_CHECKING
 
 from textual import events
@@ -90,7 +91,7 @@ class WaitingNotice(App[int]):
                 driver.write(sequence(route, text))
             self.nudges.append(route)
         elif route == "notify-send":
-            self.run_worker(_notify_send(text), group="nudge", exit_on_error=False)
+            self.run_worker(partial(_notify_send, text), group="nudge", exit_on_error=False)
             self.nudges.append(route)
 
 

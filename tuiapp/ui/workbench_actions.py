@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,7 +76,7 @@ class WorkbenchActions:
         key = entry.name if isinstance(entry, ToolSpec) else entry.source
         bench = Workbench(entry, self._bench_runs.setdefault(key, []), self._bench_runner,
                           lambda: app.ws.config.approval, root=app.ws.root)
-        app.run_worker(self._swap_bench(bench), group="bench-open", exclusive=True)
+        app.run_worker(partial(self._swap_bench, bench), group="bench-open", exclusive=True)
 
     async def _swap_bench(self, bench: Workbench) -> None:
         """One workbench at a time: the old one is gone before the new one (same id) comes."""

@@ -6,6 +6,7 @@ block in the transcript then offers to add the output to the next message."""
 from __future__ import annotations
 
 import os
+from functools import partial
 from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
@@ -32,7 +33,7 @@ _runners: dict[str, Runner] = {}  # call id → the runner of a `!` line still r
 def run_line(app: KepApp, command: str) -> None:
     """Decide, then run, in the background (once the tools are listed); a refusal is one
     line (nothing ran)."""
-    app.run_worker(_decide(app, command), group="shell-line", exit_on_error=False)
+    app.run_worker(partial(_decide, app, command), group="shell-line", exit_on_error=False)
 
 
 async def _decide(app: KepApp, command: str) -> None:

@@ -175,7 +175,7 @@ class Workbench(Widget, can_focus=False):
         self.entry = entry
         self._show_entry()
         if params_changed:
-            self.run_worker(self._rebuild_form(), group="bench-form", exclusive=True)
+            self.run_worker(self._rebuild_form, group="bench-form", exclusive=True)
         if saved and self.run_on_save and isinstance(entry, ToolSpec) and self.runs:
             self.start_run(self.runs[-1].arguments)
 
