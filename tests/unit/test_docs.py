@@ -342,6 +342,25 @@ def test_the_readme_is_a_front_page_and_its_links_resolve() -> None:
         assert f"tuiapp/docs/{topic}.md" in text, f"the topics table misses {topic}"
 
 
+def test_ci_runs_the_readmes_two_commands_nothing_weaker() -> None:
+    """The README's set-up commands are exactly two, and `.ci/run` installs as the second
+    does and runs its pytest command as is (then the slow tests)."""
+    def commands(text: str) -> list[str]:
+        blocks = re.findall(r"```sh\n(.*?)```", text, re.S)
+        return [line for block in blocks for line in block.splitlines()
+                if line.startswith("python3 -m venv")]
+
+    readme = commands(README.read_text(encoding="utf-8"))
+    assert len(readme) == 2, readme
+    assert commands(page("overview")) == readme  # `kep help overview` says the same
+    assert "kep --model offline" in readme[0]
+    *install, run = readme[1].split(" && ")
+    assert run == ".venv/bin/python -m pytest" and "'.[test]'" in install[-1]
+    ci = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
+    assert " && ".join(install) in ci
+    assert f"{run} || status=$?" in ci and f"{run} -m slow || status=$?" in ci
+
+
 def test_links_between_topics_resolve() -> None:
     anchors: dict[str, set[str]] = {}
     for topic, _ in docs.TOPICS:
