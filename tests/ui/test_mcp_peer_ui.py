@@ -76,6 +76,7 @@ async def test_a_form_elicitation_opens_a_form_and_the_answer_goes_back(
         assert got["action"] == "accept" and got["content"]["name"] == "Ann"
 
 
+@pytest.mark.slow
 async def test_escape_cancels_and_ctrl_d_declines(tmp_path: Path) -> None:
     from tuiapp.ui.screens.elicitation import ElicitationScreen
 
@@ -95,6 +96,7 @@ async def test_escape_cancels_and_ctrl_d_declines(tmp_path: Path) -> None:
                 for m in tool_messages(app)][-1] == {"action": "decline"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", SIZES)
 async def test_a_url_elicitation_shows_the_url_and_opens_it_only_on_a_key(
         tmp_path: Path, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,6 +121,7 @@ async def test_a_url_elicitation_shows_the_url_and_opens_it_only_on_a_key(
         assert result(app) == {"action": "accept"}
 
 
+@pytest.mark.slow
 async def test_an_unsupported_schema_is_one_notice_and_declined(tmp_path: Path) -> None:
     from tuiapp.ui.screens.elicitation import ElicitationScreen
 
@@ -132,6 +135,7 @@ async def test_an_unsupported_schema_is_one_notice_and_declined(tmp_path: Path) 
         assert "asked for input kep cannot show" in screen(pilot)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", SIZES)
 async def test_sampling_asks_in_the_approval_panel_and_runs_on_the_chat_model(
         tmp_path: Path, size: tuple[int, int]) -> None:
@@ -150,6 +154,7 @@ async def test_sampling_asks_in_the_approval_panel_and_runs_on_the_chat_model(
         assert got["model"] == "offline" and got["role"] == "assistant"
 
 
+@pytest.mark.slow
 async def test_denied_sampling_goes_back_as_an_error(tmp_path: Path) -> None:
     app = app_for(project(tmp_path))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -162,6 +167,7 @@ async def test_denied_sampling_goes_back_as_an_error(tmp_path: Path) -> None:
         assert "the user denied this call: not now" in tool.content
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", SIZES)
 async def test_resources_are_picked_from_the_functions_panel_and_attached(
         tmp_path: Path, size: tuple[int, int]) -> None:
@@ -201,6 +207,7 @@ async def test_resources_are_picked_from_the_functions_panel_and_attached(
         assert first.content.endswith("what is in it?")
 
 
+@pytest.mark.slow
 async def test_a_template_is_filled_in_through_a_form(tmp_path: Path) -> None:
     from textual.widgets import Input, OptionList
 
@@ -227,6 +234,7 @@ async def test_a_template_is_filled_in_through_a_form(tmp_path: Path) -> None:
         assert got.uri == "memo://user/ann%2F../note/7"
 
 
+@pytest.mark.slow
 async def test_a_flood_of_list_changed_leaves_the_ui_responsive(tmp_path: Path) -> None:
     app = app_for(project(tmp_path))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -240,6 +248,7 @@ async def test_a_flood_of_list_changed_leaves_the_ui_responsive(tmp_path: Path) 
         await wait_idle(pilot)
 
 
+@pytest.mark.slow
 async def test_warnings_from_the_server_log_are_notices(tmp_path: Path) -> None:
     app = app_for(project(tmp_path))
     async with app.run_test(size=(160, 50)) as pilot:

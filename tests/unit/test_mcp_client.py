@@ -117,6 +117,7 @@ def test_a_bad_mcp_json_says_what_is_wrong(tmp_path: Path, text: str, why: str) 
         read_mcp_json(tmp_path / "mcp.json")
 
 
+@pytest.mark.slow
 async def test_a_bad_mcp_json_shows_as_a_failed_entry_and_kep_toml_servers_still_start(
         tmp_path: Path, start) -> None:
     (tmp_path / "mcp.json").write_text("{nope")
@@ -129,6 +130,7 @@ async def test_a_bad_mcp_json_shows_as_a_failed_entry_and_kep_toml_servers_still
 
 # ---- the real peer from PyPI ----------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_mcp_server_time_lists_calls_and_reports_a_bad_timezone(start, capfd) -> None:
     manager, sink = await start(McpServerConfig("time", sys.executable, ("-m", "mcp_server_time")))
     assert manager.states()["time"].describe() == "ready (2 tools)"
@@ -155,6 +157,7 @@ async def test_mcp_server_time_lists_calls_and_reports_a_bad_timezone(start, cap
 
 # ---- the in-repo fake server ----------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_start_returns_before_any_server_is_ready(start) -> None:
     manager, _ = await start(fake(), settle=False)
     assert {s.status for s in manager.states().values()} == {"starting"}
@@ -211,6 +214,7 @@ async def test_list_changed_refreshes_the_tools(start) -> None:
     assert (await call(manager, "fake_extra")).result == "extra ran"
 
 
+@pytest.mark.slow
 async def test_a_server_that_ends_quietly_still_says_its_exit_status(start) -> None:
     """Its output closes half a second before it exits (status 5), with nothing on stderr:
     the state says the status, not just "no stderr output"."""
@@ -222,6 +226,7 @@ async def test_a_server_that_ends_quietly_still_says_its_exit_status(start) -> N
     assert manager.states()["fake"].describe() == "exited (exit status 5, no stderr output)"
 
 
+@pytest.mark.slow
 async def test_prefix_can_be_dropped(start) -> None:
     _, sink = await start(fake(), mcp_prefix=False)
     assert "echo" in sink.names("mcp:fake") and "get_thing" in sink.names("mcp:fake")
@@ -276,6 +281,7 @@ async def test_servers_that_crash_hang_or_are_missing_at_start_fail_with_a_reaso
     assert manager.tools() == []
 
 
+@pytest.mark.slow
 async def test_timeout_and_cancel_apply_and_the_server_survives(start) -> None:
     manager, _ = await start(fake(), tools=ToolsConfig(timeouts={"fake_hang": 0.3}))
     fin = await call(manager, "fake_hang")
@@ -291,6 +297,7 @@ async def test_timeout_and_cancel_apply_and_the_server_survives(start) -> None:
     assert (await call(manager, "fake_echo", {"text": "alive"})).result == "alive"
 
 
+@pytest.mark.slow
 async def test_a_server_left_on_an_abandoned_call_is_killed_at_the_end(start) -> None:
     """`kep call` waited about 4 s after a timeout: the server, busy with the call kep gave
     up on, got the polite close (stdin, 2 s, SIGTERM, 2 s). It is killed at once instead."""
@@ -320,6 +327,7 @@ def living_in_group(pgid: int) -> list[int]:
     return out
 
 
+@pytest.mark.slow
 async def test_floods_are_capped_and_stderr_floods_stay_in_the_log(start, capfd) -> None:
     manager, _ = await start(fake("fake", "--stderr-flood", "300000"),
                              tools=ToolsConfig(output_cap=10_000))

@@ -87,6 +87,7 @@ async def call(manager: McpManager, tool: str, args: dict | None = None) -> Any:
 
 # ---- resources ------------------------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_resources_and_templates_are_listed_read_and_filled_in(start) -> None:
     m = await start(peer())
     cat = m.catalogs()["peer"]
@@ -101,18 +102,21 @@ async def test_resources_and_templates_are_listed_read_and_filled_in(start) -> N
     assert got.text == f"contents of {uri}" and not got.truncated
 
 
+@pytest.mark.slow
 async def test_a_2_mb_resource_is_cut_and_says_so(start) -> None:
     m = await start(peer())
     got = await m.read_resource("peer", "memo://big")
     assert got.truncated and len(got.text) == 256 * 1024
 
 
+@pytest.mark.slow
 async def test_500_resources_are_all_listed(start) -> None:
     m = await start(peer("peer", "--many"))
     assert len(m.catalogs()["peer"].resources) == 501
     assert m.states()["peer"].describe().startswith("ready (7 tools, 501 resources")
 
 
+@pytest.mark.slow
 async def test_reading_from_a_server_that_is_not_there_is_one_line(start) -> None:
     m = await start(peer())
     with pytest.raises(McpRequestError, match="not configured"):
@@ -126,6 +130,7 @@ def test_template_operators_and_repeated_variables() -> None:
         "file:///a/b%20c?q=x%26y&lang=en#top"
 
 
+@pytest.mark.slow
 async def test_list_changed_refreshes_the_catalog_and_a_flood_is_debounced(start) -> None:
     m = await start(peer())
     states: list[Any] = []
@@ -137,6 +142,7 @@ async def test_list_changed_refreshes_the_catalog_and_a_flood_is_debounced(start
     assert len(states) <= 30  # a few relists (a busy machine spreads the burst), not 600
 
 
+@pytest.mark.slow
 async def test_subscriptions_report_updates(start) -> None:
     host = Host()
     m = await start(peer(), host=host)
@@ -160,6 +166,7 @@ async def test_sampling_is_asked_of_the_host_and_the_answer_goes_back(start) -> 
     assert got["content"]["text"] == "hello from kep" and got["model"] == "fake-model"
 
 
+@pytest.mark.slow
 async def test_sampling_without_a_host_is_refused_and_said(start) -> None:
     m = await start(peer())
     said: list[str] = []
@@ -168,6 +175,7 @@ async def test_sampling_without_a_host_is_refused_and_said(start) -> None:
     assert "denied" in str(got) and any("asked to sample" in s for s in said)
 
 
+@pytest.mark.slow
 async def test_ten_mb_of_sampling_messages_is_refused_without_asking(start) -> None:
     host = Host(sample=SamplingAnswer("no", "m"))
     m = await start(peer(), host=host)
@@ -178,6 +186,7 @@ async def test_ten_mb_of_sampling_messages_is_refused_without_asking(start) -> N
 
 # ---- elicitation ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_form_elicitation_is_asked_and_answered(start) -> None:
     host = Host(elicit=ElicitationAnswer("accept", {"name": "Ann", "age": 3}))
     m = await start(peer(), host=host)
@@ -187,6 +196,7 @@ async def test_form_elicitation_is_asked_and_answered(start) -> None:
     assert got == {"action": "accept", "content": {"name": "Ann", "age": 3}}
 
 
+@pytest.mark.slow
 async def test_url_elicitation_carries_the_url(start) -> None:
     host = Host(elicit=ElicitationAnswer("decline"))
     m = await start(peer(), host=host)
@@ -195,6 +205,7 @@ async def test_url_elicitation_carries_the_url(start) -> None:
     assert got == {"action": "decline"}
 
 
+@pytest.mark.slow
 async def test_unsupported_schema_is_declined_with_one_line(start) -> None:
     host = Host(elicit=ElicitationAnswer("accept", {}))
     m = await start(peer(), host=host)
@@ -204,6 +215,7 @@ async def test_unsupported_schema_is_declined_with_one_line(start) -> None:
     assert "cannot show" in line and "\n" not in line
 
 
+@pytest.mark.slow
 async def test_headless_declines_elicitation_with_a_notice(start) -> None:
     said: list[str] = []
     m = await start(peer(), host=Refusing(lambda t, lv: said.append(t)))
@@ -213,11 +225,13 @@ async def test_headless_declines_elicitation_with_a_notice(start) -> None:
 
 # ---- roots and logging ---------------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_roots_are_the_project_root_only(start, tmp_path: Path) -> None:
     m = await start(peer())
     assert await call(m, "roots") == [tmp_path.resolve().as_uri()]
 
 
+@pytest.mark.slow
 async def test_log_level_is_set_and_warnings_become_notices(start) -> None:
     host = Host()
     m = await start(peer(log_level="info"), host=host)
@@ -230,6 +244,7 @@ async def test_log_level_is_set_and_warnings_become_notices(start) -> None:
     assert "server log debug (fake): log at debug" in log  # the rest stays in the log
 
 
+@pytest.mark.slow
 async def test_a_new_project_root_is_announced_and_then_offered(start, tmp_path: Path) -> None:
     from dataclasses import replace
 
@@ -345,6 +360,7 @@ class SimpleConv:
         self.approval = lambda: ApprovalConfig()
 
 
+@pytest.mark.slow
 async def test_a_flood_of_error_logs_fills_the_log_not_the_screen(start) -> None:
     host = Host()
     m = await start(peer(), host=host)
