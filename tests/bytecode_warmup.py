@@ -10,6 +10,7 @@ exist even when told not to write any. A warm-up that fails costs time, nothing 
 from __future__ import annotations
 
 import compileall
+import multiprocessing
 import os
 import re
 from concurrent.futures import ProcessPoolExecutor
@@ -19,6 +20,10 @@ import pytest
 
 # Fixture trees are listed and copied by the tests as they are: no __pycache__ in them.
 SKIP = re.compile(r"/tests/(fixtures|\.peers)/|/__snapshots__/")
+# The run's config, for the rewrites: a pytest Config can't be pickled, so the pool's workers
+# are forked and find it here (handing it over as an argument failed, and with it, silently,
+# every rewrite: each xdist worker then rewrote all test modules itself).
+_CONFIG: pytest.Config | None = None
 
 
 def _sources(repo: Path) -> list[Path]:
@@ -31,9 +36,10 @@ def _compile(paths: list[str]) -> None:
         compileall.compile_file(path, quiet=2)
 
 
-def _rewrite(paths: list[str], config: pytest.Config) -> None:
+def _rewrite(paths: list[str]) -> None:
     from _pytest.assertion import rewrite
 
+    config = _CONFIG
     for path in paths:
         fn = Path(path)
         try:
@@ -60,6 +66,8 @@ def _stale_rewrites(tests: list[Path]) -> list[str]:
 
 
 def warm(repo: Path, config: pytest.Config) -> None:
+    global _CONFIG
+    _CONFIG = config
     try:
         sources = _sources(repo)
         tests = [p for p in sources if p.name.startswith("test_") or p.name == "conftest.py"]
@@ -68,8 +76,8 @@ def warm(repo: Path, config: pytest.Config) -> None:
         return
     cores = len(os.sched_getaffinity(0)) or 1
     try:
-        with ProcessPoolExecutor(cores) as pool:
-            jobs = [pool.submit(_rewrite, rewrites[i::cores], config) for i in range(cores)]
+        with ProcessPoolExecutor(cores, mp_context=multiprocessing.get_context("fork")) as pool:
+            jobs = [pool.submit(_rewrite, rewrites[i::cores]) for i in range(cores)]
             jobs += [pool.submit(_compile, compiles[i::cores]) for i in range(cores)]
             for job in jobs:
                 job.result()

@@ -146,7 +146,7 @@ async def test_responses_reasoning_item_goes_back_with_encrypted_content(
 async def test_anthropic_thinking_blocks_go_back_signed_before_tool_use(
         make: Make, server: FakeLLMServer) -> None:
     server.add(recorded.anthropic_thinking_tool_use(), recorded.anthropic_followup())
-    run = Run(make("anthropic", "anthropic", "claude-opus-4-5", reasoning="medium"))
+    run = Run(make("anthropic", "anthropic", "claude-haiku-4-5", reasoning="medium"))
     assert await run.conv.turn("read notes") == "end_turn", run.of(ProviderError)
     assert run.thinking.startswith("I need the file to answer.")
     first, follow = bodies(server)
