@@ -90,10 +90,12 @@ async def test_an_mcp_server_with_on_is_started_behind_the_proxy(project: Path) 
     w = spawn.prepare(["/bin/true"], cwd=project, env={"PATH": "/usr/bin:/bin"}, kind="mcp",
                       server="web")
     assert w.env is not None and w.env["HTTPS_PROXY"].startswith("http://")
+    assert w.env["NODE_USE_ENV_PROXY"] == "1"  # Node's fetch uses the proxy too
     assert "--net" in w.argv  # joins the proxy's namespace
     plain = spawn.prepare(["/bin/true"], cwd=project, env={"PATH": "/usr/bin:/bin"}, kind="mcp",
                           server="other")
     assert plain.env is not None and "HTTPS_PROXY" not in plain.env  # "off": no proxy at all
+    assert "NODE_USE_ENV_PROXY" not in plain.env
     assert "--unshare-net" in plain.argv
 
 

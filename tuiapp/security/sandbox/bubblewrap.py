@@ -104,6 +104,9 @@ class Bubblewrap(Mechanism):
             url = profile.proxy[1]
             for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
                 out_env[var] = url
+            # Node's fetch and http read those only when told to (Node 22.21+, 24); older
+            # ones ignore this and still reach nothing but the proxy.
+            out_env["NODE_USE_ENV_PROXY"] = "1"
             for var in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
                 out_env.pop(var, None)
         for var, value in cache_env.items():
