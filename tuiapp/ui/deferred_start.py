@@ -4,7 +4,8 @@ KepApp.
 
 The user may quit before it is done (ctrl+q in the first moments): what is still to be
 mounted then meets a screen being taken down, which ends it quietly, never as a traceback on
-the way out."""
+the way out. That is decided once, in `_handle_exception`, for this and every other piece of
+deferred work (timers, callbacks after a refresh, workers)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,15 @@ class DeferredStart(App[int]):
         """The app is being taken down (asked to exit, or closing)."""
         return self._closing or self._closed or self.return_code is not None
 
+    def _handle_exception(self, error: Exception) -> None:
+        """Work still under way when the user quits (a timer, a deferred mount or query, a
+        worker) meets widgets being taken down: that ends the work, never the app with an
+        error and a traceback on the way out. Decided here, for every such callback."""
+        cause = getattr(error, "error", error)  # a worker's failure wraps what it raised
+        if self.quitting() and isinstance(cause, (MountError, NoMatches)):
+            return
+        super()._handle_exception(error)
+
     async def _finish_startup(self) -> None:
         """After the frame that shows the tools: the hidden panels, the chat (its provider
         SDK loading in a thread), hot reload, then `tools_ready` (a turn needs both)."""
@@ -62,9 +72,6 @@ class DeferredStart(App[int]):
             self._settle_heap()
             if self.watch:
                 self.watch_files()  # (its imports, watchfiles and anyio, are not small)
-        except (MountError, NoMatches):
-            if not self.quitting():
-                raise
         finally:
             self.tools_ready.set()
 
