@@ -304,10 +304,7 @@ class FunctionsPanel(Widget):
                 self._render_entries()
 
     def _render_servers(self) -> None:
-        found = self.query(".functions-panel--servers").results(Static)
-        widget = next(found, None)
-        if widget is None:  # composed away: the app quit while this panel was mounting
-            return
+        widget = self.query_one(".functions-panel--servers", Static)
         widget.display = bool(self.servers)
         parts: list[str | tuple[str, str]] = [("MCP servers", "bold")]
         for name, (state, detail) in sorted(self.servers.items()):
