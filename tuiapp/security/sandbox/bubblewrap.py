@@ -11,9 +11,10 @@ at every bind), most of a sandboxed call's cost (tests/bench/sandbox_overhead.py
 
 The walls, in bwrap's order (later mounts cover earlier ones):
   / read-only; /dev minimal; /proc of the new PID namespace (kep, its watchdog and other tools
-  are not in it); /tmp and /run private (host service sockets live in /run); the project root
-  writable; its .git, kep.toml and tool folders read-only again; hidden paths covered by an empty
-  folder or an empty file; kep's private cache and this call's own output file writable.
+  are not in it), its /proc/sys read-only; /tmp and /run private (host service sockets live in
+  /run); the project root writable; its .git, kep.toml and tool folders read-only again; hidden
+  paths covered by an empty folder or an empty file; kep's private cache and this call's own
+  output file writable.
 All capabilities are dropped (as root the sandbox's uid 0 could otherwise unmount a hidden
 path) and no nested user namespace may be made (it would bring them back).
 """
@@ -151,7 +152,11 @@ class Bubblewrap(Mechanism):
                 "--uid", str(os.getuid()), "--gid", str(os.getgid())]
         else:  # "off", or no proxy to join ("on" included): loopback only, nothing outside
             args.append("--unshare-net")
-        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        # /proc/sys read-only: bwrap (0.8) leaves it writable, and a call run as the host's
+        # root (kep as root) writes global kernel settings without any capability
+        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                 "--ro-bind-try", "/proc/sys", "/proc/sys",
+                 "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger", "--tmpfs", "/tmp"]
         for sock in profile.hidden_sockets:
             if _kind(str(sock)) == _DIR:
                 args += ["--tmpfs", str(sock)]
