@@ -9,6 +9,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -159,6 +160,33 @@ def default_sandbox_settings() -> None:
     from tuiapp.settings.config_types import SandboxConfig
 
     spawn.configure(SandboxConfig(), None)
+
+
+@pytest.fixture(params=["own bwrap", "resident starter"])
+def both_start_paths(request: pytest.FixtureRequest,
+                     monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The test once with every call behind a bwrap of its own, once with every call started
+    by its walls' resident starter (security/sandbox/starters.py): the walls hold on both."""
+    from tuiapp.security.sandbox import starters
+
+    starters.pool.close()
+    handed: list[bool] = []
+    if request.param == "own bwrap":
+        monkeypatch.setattr(starters, "START_AT_USE", 10**9)
+        monkeypatch.setattr(starters.Pool, "warm", lambda *a, **k: None)
+    else:
+        monkeypatch.setattr(starters, "START_AT_USE", 1)
+        start_call = starters.Pool.start_call
+
+        async def recorded(self: Any, *a: Any, **k: Any) -> Any:
+            got = await start_call(self, *a, **k)
+            handed.append(got is not None)
+            return got
+
+        monkeypatch.setattr(starters.Pool, "start_call", recorded)
+    yield request.param
+    starters.pool.close()
+    assert all(handed), f"{handed.count(False)} of {len(handed)} calls went around the starter"
 
 
 @pytest.fixture(autouse=True)

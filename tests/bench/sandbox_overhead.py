@@ -8,9 +8,11 @@
 Per call: a trivial `#!/bin/sh` keprompt tool run through the runner (what a model's call
 costs kep), in a fresh process per round, walls on and `none` alternating. Printed: wall time
 per call (median), kep's own CPU per call (getrusage of kep's process), and the CPU of
-everything kep started for it (`perf stat -p` on kep's process: it follows every descendant;
-getrusage(RUSAGE_CHILDREN) cannot, bubblewrap's monitor exits without reaping the PID
-namespace's init, so that CPU never reaches kep). Without perf the children's CPU is n/a.
+everything kep started for it (`perf stat -p` on kep's process and on what it runs already,
+the walls' resident starter among them: it follows every descendant; getrusage(RUSAGE_CHILDREN)
+cannot, bubblewrap's monitor exits without reaping the PID namespace's init, so that CPU never
+reaches kep). Without perf the children's CPU is n/a. Also printed: how many of the calls the
+walls' resident starter started (security/sandbox/starters.py; the rest, a bwrap each).
 Then the parts of one sandboxed start, measured the same way: a plain exec, bubblewrap with
 kep's walls, and nsenter (how a call with network joins the namespace of kep's proxy).
 
@@ -91,9 +93,12 @@ async def _calls(root: Path, n: int) -> dict[str, float]:
         await one(-i - 1)
     print("ready", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
-    own0 = own_cpu()
+    from tuiapp.security.sandbox import starters
+
+    own0, handed0 = own_cpu(), starters.pool.handed
     walls_s = [await one(i) for i in range(n)]
-    return {"wall": statistics.median(walls_s), "kep_cpu": (own_cpu() - own0) / n}
+    return {"wall": statistics.median(walls_s), "kep_cpu": (own_cpu() - own0) / n,
+            "handed": (starters.pool.handed - handed0) / n}
 
 
 def child(root: Path, n: int) -> None:
@@ -116,7 +121,10 @@ def calls_round(root: Path, env: dict[str, str], n: int, walls: bool) -> dict[st
         raise SystemExit("the calls did not start")
     perf = None
     if PERF:
-        perf = subprocess.Popen([PERF, "stat", "-x,", "-e", "task-clock", "-p", str(proc.pid)],
+        # kep and all it runs already (the starter started in the untimed calls), and what
+        # each of them starts from now on
+        tree = ",".join(map(str, [proc.pid, *descendants(proc.pid)]))
+        perf = subprocess.Popen([PERF, "stat", "-x,", "-e", "task-clock", "-p", tree],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(0.3)  # attached before the first timed call
     proc.stdin.write("go\n")
@@ -133,6 +141,25 @@ def calls_round(root: Path, env: dict[str, str], n: int, walls: bool) -> dict[st
             pass
     proc.stdin.close()
     proc.wait(10)
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process under `pid`, from /proc's parent links."""
+    parent: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    parent[int(entry.name)] = int(f.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    out, todo = [], [pid]
+    while todo:
+        here = todo.pop()
+        kids = [p for p, pp in parent.items() if pp == here]
+        out += kids
+        todo += kids
     return out
 
 
@@ -244,7 +271,8 @@ def main() -> None:
             off.append(calls_round(root, env, a.calls, False))
             on.append(calls_round(root, env, a.calls, True))
         print(f"per call ({a.calls} x {a.rounds} rounds, mechanism in the round: "
-              f"{on[0]['mechanism']})")
+              f"{on[0]['mechanism']}; started by its walls' resident starter: "
+              f"{statistics.mean(r['handed'] for r in on):.0%} of the calls)")
 
         def med(rows: list[dict[str, float]], k: str) -> float:
             vals = [r[k] for r in rows if r[k] == r[k]]

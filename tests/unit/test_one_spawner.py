@@ -11,9 +11,11 @@ import tuiapp
 
 PKG = Path(tuiapp.__file__).resolve().parent
 THE_ONE = PKG / "security" / "sandbox" / "spawn.py"
-# Programs that run INSIDE the sandbox, in the tool's own interpreter (never in kep): the fork
-# server forks the listings it runs, in its own walls.
-INSIDE = {PKG / "tools" / "forkserver_boot.py", PKG / "tools" / "formats" / "_child_python.py"}
+# Programs that run INSIDE the sandbox (never in kep): the fork server forks the listings it
+# runs, in the tool's own interpreter and its own walls; the call starter forks and execs each
+# call it is handed, behind the walls it was started in.
+INSIDE = {PKG / "tools" / "forkserver_boot.py", PKG / "tools" / "formats" / "_child_python.py",
+          PKG / "security" / "sandbox" / "_child_starter.py"}
 
 STARTERS = {
     "subprocess": {"Popen", "run", "call", "check_call", "check_output", "getoutput",

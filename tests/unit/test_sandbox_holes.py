@@ -19,6 +19,8 @@ from test_sandbox_profile import needs_walls, runner_with
 from tuiapp.security.sandbox import profile, spawn, writable
 from tuiapp.settings.config_types import SandboxConfig
 
+pytestmark = pytest.mark.usefixtures("both_start_paths")
+
 SECRET = "s3cr3t-h0les-7a2c"
 
 

@@ -20,9 +20,10 @@ from tuiapp.settings import config
 from tuiapp.tools.runner import Runner
 
 PY = visible_python()
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.skipif(
     spawn.mechanism().missing() is not None and os.environ.get("KEP_TEST_REQUIRE_SANDBOX") != "1",
-    reason=f"no sandbox here: {spawn.mechanism().missing()}")
+    reason=f"no sandbox here: {spawn.mechanism().missing()}"),
+    pytest.mark.usefixtures("both_start_paths")]
 
 
 @pytest.fixture

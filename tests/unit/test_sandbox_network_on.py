@@ -17,9 +17,10 @@ from tuiapp.vocab.events import ToolOutput
 
 __all__ = ["asked", "web"]  # fixtures, used by name
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.skipif(
     spawn.mechanism().missing() is not None and os.environ.get("KEP_TEST_REQUIRE_SANDBOX") != "1",
-    reason=f"no sandbox here: {spawn.mechanism().missing()}")
+    reason=f"no sandbox here: {spawn.mechanism().missing()}"),
+    pytest.mark.usefixtures("both_start_paths")]
 
 
 def direct(port: int) -> str:

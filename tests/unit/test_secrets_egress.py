@@ -266,6 +266,9 @@ WRITE_SITES = {
     "security/trust.py": "folder trust state (hashes, paths)",
     "security/logfile.py": "every log (filtered, capped, 0600)",
     "settings/file_reader.py": "opens files read-only (its `flags` hold O_RDONLY)",
+    "security/sandbox/_child_starter.py": "inside the walls, not in kep: its own uid_map "
+                                          "and kin, empty mount points in a call's fresh /tmp",
+    "security/sandbox/starters.py": "a call's stdin pipe: the bytes kep gives that call",
 }
 
 

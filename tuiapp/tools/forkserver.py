@@ -163,21 +163,22 @@ class ForkingLister:
         self._route: dict[str, PyForkServer] = {}
 
     async def prepare(self, scripts: Sequence[Path], start_timeout: float) -> None:
-        """Start one server per Python shebang shared by at least MIN_SCRIPTS of `scripts`."""
-        if os.environ.get("KEP_FORKSERVER", "1") == "0":
-            return
-        groups: dict[tuple[str, ...], list[Path]] = {}
+        """Start one server per Python shebang shared by at least MIN_SCRIPTS of `scripts`,
+        and the sandbox's starter for the rest (each of them is a process of its own)."""
+        servers = os.environ.get("KEP_FORKSERVER", "1") != "0"
+        groups: dict[tuple[str, ...] | None, list[Path]] = {}
         for path in scripts:
-            cmd = python_command(read_shebang(path, as_kernel=True))
-            if cmd is not None:
-                groups.setdefault(cmd, []).append(path)
-        for cmd, members in groups.items():
-            if len(members) < MIN_SCRIPTS:
-                continue
-            server = PyForkServer(cmd, self.cwd, self.env)
+            groups.setdefault(python_command(read_shebang(path, as_kernel=True)), []).append(path)
+        served = [cmd for cmd, members in groups.items()
+                  if servers and cmd is not None and len(members) >= MIN_SCRIPTS]
+        rest = [p for cmd, members in groups.items() if cmd not in served for p in members]
+        if len(rest) > 1:  # their walls' starter comes up while the servers list theirs
+            await spawn.warm([str(rest[0])], cwd=self.cwd, env=self.env, kind="lister")
+        for cmd in served:
+            server = PyForkServer(cmd, self.cwd, self.env)  # type: ignore[arg-type]
             if await server.start(start_timeout):
                 self._servers.append(server)
-                self._route.update({str(p): server for p in members})
+                self._route.update({str(p): server for p in groups[cmd]})
 
     async def __call__(
         self,

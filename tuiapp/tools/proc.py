@@ -72,6 +72,17 @@ def _kill_unwatched(mark: bytes) -> None:
             os.waitpid(pid, 0)
 
 
+def _signal_group(transport: asyncio.SubprocessTransport, sig: int) -> None:
+    """Signal a child's whole group. A call the sandbox's resident starter made is the pid 1
+    of its own namespace: its transport knows how to end all of it (sandbox/starters.py)."""
+    own = getattr(transport, "signal_group", None)
+    if own is not None:
+        own(sig)
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(transport.get_pid(), sig)
+
+
 class _Protocol(asyncio.SubprocessProtocol):
     """Queues (fd, bytes) chunks; pauses the pipes when the consumer falls behind."""
 
@@ -187,11 +198,11 @@ class Proc:
                 transport, _ = await starting
             except Exception:
                 raise asyncio.CancelledError from None
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(transport.get_pid(), signal.SIGKILL)
+            _signal_group(transport, signal.SIGKILL)
             transport.close()
             raise
-        LIVE_GROUPS.add(transport.get_pid())
+        if transport.get_pid() > 0:  # (a call the sandbox's starter saw end has none)
+            LIVE_GROUPS.add(transport.get_pid())
         if stdin is not None:
             w = transport.get_pipe_transport(0)
             if w is not None:
@@ -248,10 +259,7 @@ class Proc:
         return code
 
     def signal_group(self, sig: int) -> None:
-        try:
-            os.killpg(self.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _signal_group(self._transport, sig)
 
     async def kill_group(self, grace: float = GRACE) -> None:
         """SIGTERM the group; SIGKILL whatever is left once the leader is gone or grace ends."""

@@ -13,8 +13,7 @@ import signal
 from pathlib import Path
 
 from tuiapp.security import hidden, secrets
-from tuiapp.security.sandbox import netask
-from tuiapp.security.sandbox import spawn as sandbox_spawn
+from tuiapp.security.sandbox import netask, wall_report
 from tuiapp.security.sandbox import walls as sandbox_walls
 from tuiapp.settings.config_types import Config
 from tuiapp.tools.call_output import (
@@ -182,7 +181,7 @@ async def _run_once(
         )
     assert code is not None
     stderr = sink.stderr.value().decode("utf-8", errors="replace").strip()
-    walls = sandbox_spawn.walls_hit(f"{stderr}\n{partial}" if code else stderr,
+    walls = wall_report.walls_hit(f"{stderr}\n{partial}" if code else stderr,
                                     cwd=inv.cwd or config.project_root, tool=spec.name)
     if walls:  # which wall it ran into: in the pane, and in what the model gets
         sink.add_bytes("stderr", ("\n".join(walls) + "\n").encode())
@@ -200,8 +199,8 @@ async def _run_once(
             + ":\n"
             + stderr
         )
-    hit = sandbox_spawn.walls_to_widen(f"{stderr}\n{partial}", cwd=inv.cwd or config.project_root,
-                                       tool=spec.name) if walls else []
+    hit = wall_report.walls_to_widen(f"{stderr}\n{partial}", cwd=inv.cwd or config.project_root,
+                                     tool=spec.name) if walls else []
     return "failed", code, _with_output(msg, partial, "stdout"), hit
 
 

@@ -71,11 +71,22 @@ class Profile:
 
 
 @dataclass(frozen=True)
+class Resident:
+    """The same walls held by a resident starter (starters.py) that can start the call itself:
+    `walls` is the mechanism's command for a starter, to which its program is appended."""
+
+    key: object  # the walls' identity: calls with equal keys share a starter
+    walls: list[str]
+    argv: list[str]  # the call's own command
+
+
+@dataclass(frozen=True)
 class Wrapped:
     """The command to start instead of the original, and its environment."""
 
     argv: list[str]
     env: dict[str, str] | None
+    resident: Resident | None = None  # where a starter may start it instead
 
 
 class Mechanism(ABC):

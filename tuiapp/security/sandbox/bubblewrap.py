@@ -5,9 +5,10 @@ Why bwrap and not Landlock alone: Landlock allows by listing, so "everything rea
 ~/.ssh" needs a rule for every sibling of every hidden path, and it has no PID namespace (a
 `setsid` double fork would outlive the call) and no way to offer loopback-only networking.
 bwrap gives all three with one exec, and Landlock stays free for a later per-call scope
-inside the fork server. That exec is not cheap: with kep's walls about 8 ms of CPU more than a
-plain exec on a 2-core VM (new namespaces, a dozen mounts, bwrap reading /proc/self/mountinfo
-at every bind), most of a sandboxed call's cost (tests/bench/sandbox_overhead.py).
+inside the fork server. That exec is not cheap: with kep's walls about 8 ms of CPU more than
+a plain exec on a 2-core VM (new namespaces, a dozen mounts, bwrap reading
+/proc/self/mountinfo at every bind). So walls used a second time get a resident starter
+(starters.py, _child_starter.py) that holds them and makes each call's own namespaces in a fork.
 
 The walls, in bwrap's order (later mounts cover earlier ones):
   / read-only; /dev minimal; /proc of the new PID namespace (kep, its watchdog and other tools
@@ -27,7 +28,7 @@ import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
+from tuiapp.security.sandbox.base import Mechanism, Profile, Resident, Wrapped
 from tuiapp.security.subpath import under as _under  # on strings: the hot path
 
 # Set for runtimes inside the sandbox so their caches land in the private cache folder, not
@@ -60,6 +61,7 @@ class Bubblewrap(Mechanism):
         # Per profile: the paths its walls depend on; per (profile, their kinds): the walls.
         self._paths: dict[tuple[object, ...], tuple[str, ...]] = {}
         self._built: dict[tuple[object, ...], _Built] = {}
+        self._resident: dict[tuple[object, ...], list[str]] = {}
 
     def missing(self) -> str | None:
         if self._checked:
@@ -89,7 +91,7 @@ class Bubblewrap(Mechanism):
     def wrap(self, profile: Profile, argv: Sequence[str], env: Mapping[str, str] | None,
              cwd: Path | None) -> Wrapped:
         assert self.binary is not None
-        head, remount, cache_env = self._walls(profile)
+        key, (head, remount, cache_env) = self._walls(profile)
         args = list(head)
         for extra in profile.call_files:
             if _regular(str(extra)):
@@ -112,9 +114,15 @@ class Bubblewrap(Mechanism):
                 out_env.pop(var, None)
         for var, value in cache_env.items():
             out_env[var] = value  # yours are read-only here
-        return Wrapped([*args, "--", *argv], out_env)
+        resident = None
+        if not profile.call_files and not profile.kep_files:  # no file of this call's own
+            walls = self._resident.get(key)
+            if walls is None:
+                walls = self._resident[key] = _starter_walls([*head, *remount])
+            resident = Resident(key, walls, list(argv))
+        return Wrapped([*args, "--", *argv], out_env, resident)
 
-    def _walls(self, profile: Profile) -> _Built:
+    def _walls(self, profile: Profile) -> tuple[tuple[object, ...], _Built]:
         """bwrap's options for `profile` (all but this call's own files and the remounts),
         kept per profile and per state of the paths they depend on: building them at every
         call cost about a millisecond of kep's CPU (Path objects, ~60 stat() calls), while
@@ -128,6 +136,9 @@ class Bubblewrap(Mechanism):
             if len(self._paths) >= 256 or len(self._built) >= 1024:
                 self._paths.clear()
                 self._built.clear()
+                self._resident.clear()
+            if profile.cache is not None:  # made now: made by the build, it changed the key
+                _ensure_dir(profile.cache)
             paths = self._paths[base] = tuple(str(p) for p in (
                 *profile.hidden_sockets, *profile.visible, *profile.writable,
                 *profile.readonly, *profile.hidden,
@@ -136,7 +147,7 @@ class Bubblewrap(Mechanism):
         built = self._built.get(key)
         if built is None:
             built = self._built[key] = self._build(profile)
-        return built
+        return key, built
 
     def _build(self, profile: Profile) -> _Built:
         args = [self.binary or "bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc",
@@ -189,6 +200,21 @@ class Bubblewrap(Mechanism):
             args += ["--bind", str(profile.cache), str(profile.cache)]
             cache_env = {var: str(profile.cache / sub) for var, sub in CACHE_ENV.items()}
         return args, remount, cache_env
+
+
+def _starter_walls(args: list[str]) -> list[str]:
+    """The same walls for a resident starter (starters.py): it keeps the capabilities of its
+    user namespace, as uid 0 there, to make each call's namespaces, and drops them, with a
+    seccomp filter in place of --disable-userns, in each call before the exec."""
+    out = list(args)
+    at = out.index("--unshare-user") + 1
+    if out[at:at + 1] == ["--uid"]:
+        del out[at:at + 4]
+    out[at:at] = ["--uid", "0", "--gid", "0"]
+    out.remove("--disable-userns")
+    cap = out.index("--cap-drop")
+    out[cap:cap + 2] = ["--cap-add", "ALL"]
+    return out
 
 
 # What a path is, by lstat(): the walls depend on nothing else of it.

@@ -64,3 +64,4 @@ def explain(text: str, profile: Profile, cwd: Path | None = None) -> list[str]:
         if len(out) >= MAX_LINES:
             break
     return out
+

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from tuiapp.security.sandbox import exec_check, walls
+from tuiapp.security.sandbox import exec_check, starters, walls
 from tuiapp.security.sandbox import profile as profiles
 from tuiapp.security.sandbox import writable as writable_check
 from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
@@ -326,25 +326,6 @@ def active() -> bool:
     return _state.settings.enabled and mechanism().missing() is None
 
 
-def walls_hit(text: str, *, cwd: Path | str | None, tool: str | None = None) -> list[str]:
-    """The walls a call that printed `text` ran into (none when there are no walls)."""
-    if not active() or not text:
-        return []
-    from tuiapp.security.sandbox import denials
-
-    return denials.explain(text, profile_for(cwd, tool=tool),
-                           Path(cwd) if cwd is not None else None)
-
-
-def walls_to_widen(text: str, *, cwd: Path | str | None, tool: str) -> list[Path]:
-    """The write walls a failed call hit that may be offered for widening (walls.py)."""
-    if not active() or not text or walls.asker is None:
-        return []
-    prof = profile_for(cwd, tool=tool)  # never offered through a planted link (writable.py)
-    return [p for p in walls.widenable(text, prof, Path(cwd) if cwd else None)
-            if writable_check.safe(p, prof)]
-
-
 # ---- the starters: each wraps, then starts ---------------------------------------------------
 
 
@@ -355,7 +336,28 @@ async def exec_protocol(loop: asyncio.AbstractEventLoop, factory: Callable[[], A
     """loop.subprocess_exec behind the walls (tool calls and listers, tools/proc.py)."""
     await _ensure_network() if kind != "lister" else await _ensure_probed()
     w = prepare(argv, cwd=cwd, env=env, kind=kind, tool=tool, call_files=call_files)
+    if w.resident is not None and kw.get("stdout") == kw.get("stderr") == subprocess.PIPE:
+        started = await starters.pool.start_call(loop, w, factory, cwd, kw.get("stdin"),
+                                                 _launch_starter)
+        if started is not None:
+            return started
     return await loop.subprocess_exec(factory, *w.argv, cwd=cwd, env=w.env, **kw)
+
+
+async def warm(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, str] | None,
+               kind: Kind) -> None:
+    """Many children like `argv` are coming (a listing): start their walls' starter now."""
+    await _ensure_probed()
+    with contextlib.suppress(OSError):  # (that command will say why itself)
+        w = prepare(argv, cwd=cwd, env=env, kind=kind)
+        starters.pool.warm(asyncio.get_running_loop(), w, _launch_starter)
+
+
+def _launch_starter(wall_args: list[str], sock: Any) -> subprocess.Popen[bytes]:
+    """kep's own helper: a resident call starter behind `walls`, its socket on fd 0."""
+    return subprocess.Popen(starters.command(wall_args, visible_python()), stdin=sock,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=starters.own_env(), close_fds=True, start_new_session=True)
 
 
 async def create_exec(argv: Sequence[str], *, cwd: Path | str | None,
