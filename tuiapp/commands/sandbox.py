@@ -31,7 +31,9 @@ def main(args: argparse.Namespace) -> int:
     mech = spawn.mechanism()
     why = mech.missing()
     out = sys.stdout if args.explain else sys.stderr
-    print(f"mechanism: {mech.name}" + (f" (unavailable: {why})" if why else ""), file=out)
+    print(f"mechanism: {mech.name}" + (f" (unavailable: {why})" if why else
+                                       f" ({mech.how})" if args.explain and mech.how else ""),
+          file=out)
     if not settings.enabled:
         print("sandbox: off ([sandbox] enabled = false)", file=out)
     prof = spawn.profile_for(cfg.project_root)

@@ -91,6 +91,7 @@ class Wrapped:
 
 class Mechanism(ABC):
     name: str = "?"
+    how: str = ""  # how calls are started behind its walls (`kep sandbox --explain`)
 
     @abstractmethod
     def missing(self) -> str | None:

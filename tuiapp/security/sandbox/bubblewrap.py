@@ -52,6 +52,8 @@ _Built = tuple[list[str], list[str], dict[str, str]]
 
 class Bubblewrap(Mechanism):
     name = "bubblewrap"
+    how = ("a bwrap per call; walls used again get a resident starter that forks each call "
+           "into namespaces of its own")
 
     def __init__(self, binary: str | None = None) -> None:
         self.binary = binary or shutil.which("bwrap")
