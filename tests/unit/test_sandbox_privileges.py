@@ -155,3 +155,11 @@ async def test_a_call_is_the_first_process_of_its_own(project: Path) -> None:
     lines = out.split()
     assert "pid=1" in lines or "pid=2" in lines, out  # the call, or bwrap's init then the call
     assert int(lines[-1]) < 10, out
+
+
+async def test_a_call_runs_as_the_user_who_runs_kep(project: Path) -> None:
+    """Its files are the user's, written as the user (the starter runs as the root of its own
+    user namespace: a call gets the user's ids back)."""
+    out = await call(project, "id -u; id -g; echo x > mine.txt")
+    assert out.split()[1:3] == [str(os.getuid()), str(os.getgid())], out
+    assert (project / "mine.txt").stat().st_uid == os.getuid()
