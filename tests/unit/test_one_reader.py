@@ -72,6 +72,8 @@ ALLOWED: dict[tuple[str, str], str] = {
                                                          "the package",
     ("tuiapp/security/sandbox/starter_transport.py", "_pid_of"): "/proc/self/fdinfo of a "
                                                                  "pidfd",
+    ("tuiapp/security/sandbox/probe_memo.py", "key"): "the kernel's user namespace settings",
+    ("tuiapp/security/sandbox/probe_memo.py", "passed"): "kep's own cache (a hash)",
     # the resident starter: runs inside the walls, never in kep, and opens only these
     ("tuiapp/security/sandbox/_child_starter.py", "read_mounts"): "/proc/self/mountinfo",
     ("tuiapp/security/sandbox/_child_starter.py", "__init__"): "/proc/self/ns/pid, cap_last_cap",

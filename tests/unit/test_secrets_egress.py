@@ -269,6 +269,7 @@ WRITE_SITES = {
     "security/sandbox/_child_starter.py": "inside the walls, not in kep: its own uid_map "
                                           "and kin, empty mount points in a call's fresh /tmp",
     "security/sandbox/starters.py": "a call's stdin pipe: the bytes kep gives that call",
+    "security/sandbox/probe_memo.py": "a hash of what a passed probe depended on (kep's cache)",
 }
 
 

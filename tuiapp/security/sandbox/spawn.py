@@ -13,6 +13,7 @@ import atexit
 import contextlib
 import dataclasses
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from tuiapp.security.sandbox import exec_check, starters, walls
+from tuiapp.security.sandbox import exec_check, probe_memo, starters, walls
 from tuiapp.security.sandbox import profile as profiles
 from tuiapp.security.sandbox import writable as writable_check
 from tuiapp.security.sandbox.base import Mechanism, Profile, Wrapped
@@ -115,8 +116,8 @@ def _find_mechanism() -> Mechanism:
 
 
 def _probe(mech: Mechanism) -> str | None:
-    argv = mech.probe_argv()
-    if not argv:
+    argv = mech.probe_argv()  # (a pass is remembered: probe_memo.py)
+    if not argv or probe_memo.passed(memo := probe_memo.key(argv)):
         return None
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -124,6 +125,7 @@ def _probe(mech: Mechanism) -> str | None:
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{mech.name} cannot run here: {e}"
     if done.returncode == 0:
+        probe_memo.remember(memo)
         return None
     lines = done.stderr.decode(errors="replace").strip().splitlines()
     return (f"{mech.name} cannot make its namespaces here (are unprivileged user namespaces "
@@ -250,8 +252,6 @@ def stop_network() -> None:
 def visible_python() -> str:
     """An interpreter a sandboxed child can run: this one, unless it lives under /tmp (private
     inside the walls), then python3 from PATH."""
-    import shutil
-
     if not os.path.abspath(sys.executable).startswith("/tmp/"):
         return sys.executable
     return shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or sys.executable
@@ -354,7 +354,7 @@ async def warm(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str,
 
 
 def _launch_starter(wall_args: list[str], sock: Any) -> subprocess.Popen[bytes]:
-    """kep's own helper: a resident call starter behind `walls`, its socket on fd 0."""
+    """kep's own helper: a call starter behind the walls, its socket on fd 0 (starters.py)."""
     return subprocess.Popen(starters.command(wall_args, visible_python()), stdin=sock,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=starters.own_env(), close_fds=True, start_new_session=True)
