@@ -176,6 +176,7 @@ def both_start_paths(request: pytest.FixtureRequest,
         monkeypatch.setattr(starters.Pool, "warm", lambda *a, **k: None)
     else:
         monkeypatch.setattr(starters, "START_AT_USE", 1)
+        monkeypatch.setattr(starters.pool, "wait_for_start", True)
         start_call = starters.Pool.start_call
 
         async def recorded(self: Any, *a: Any, **k: Any) -> Any:

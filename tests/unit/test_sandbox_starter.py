@@ -27,6 +27,7 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(autouse=True)
 def every_call_by_a_starter(monkeypatch: pytest.MonkeyPatch, project: Path) -> None:
     monkeypatch.setattr(starters, "START_AT_USE", 1)
+    monkeypatch.setattr(starters.pool, "wait_for_start", True)
     starters.pool.close()
     spawn.use_config(config.parse({"tools": {"builtins": False}}, "test", project))
 
@@ -100,3 +101,19 @@ async def test_stdin_reaches_the_call_and_its_end_closes_it(project: Path) -> No
     got = await run_collect(["/bin/sh", "-c", "cat | wc -c"], timeout=20, cwd=project,
                             env=None, stdin=data)
     assert got.stdout.strip() == str(len(data)).encode()
+
+
+async def test_calls_do_not_wait_for_a_starter_coming_up(project: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool's third call starts its walls' starter; that call and those that come before it
+    is up get a bwrap of their own (no call waits ~50 ms for it); later ones get the starter."""
+    monkeypatch.setattr(starters, "START_AT_USE", 3)
+    monkeypatch.setattr(starters.pool, "wait_for_start", False)
+    handed = starters.pool.handed
+    for _ in range(3):
+        await echo(project, "early")
+    assert starters.pool.handed == handed and len(starters.pool.starters) == 1
+    (starter,) = starters.pool.starters.values()
+    assert await asyncio.wait_for(asyncio.shield(starter.ready), 10)
+    assert await echo(project, "late") == b"late|"
+    assert starters.pool.handed == handed + 1

@@ -3,8 +3,9 @@ call in namespaces of its own (_child_starter.py). A fresh bwrap per call cost ~
 user and network namespaces, a dozen mounts); a fork of a starter that built those walls once
 costs ~1.5 ms more than a plain fork and exec (tests/bench/sandbox_overhead.py).
 
-A set of walls gets its starter at its second use (a project whose tool runs once pays for no
-starter), and the calls that find one still starting wait for it. Everything here may decline:
+A set of walls gets its starter at its third use (a tool called once or twice pays for none),
+and the calls that find it still starting get a bwrap of their own meanwhile; a listing of many
+tools gets one first, and its calls wait for it. Everything here may decline:
 start_call() returning None means "start this call with its own bwrap", which is always right.
 """
 
@@ -37,15 +38,19 @@ SOURCE = Path(__file__).with_name("_child_starter.py")
 # spawn.py's: starts the starter behind these walls, the socket as its fd 0
 Launch = Callable[[list[str], socket.socket], Any]
 MAX_STARTERS = 4  # idle ones beyond this are ended, least recently used first
-START_AT_USE = 2
+START_AT_USE = 3  # (its start costs ~50 ms of CPU, ~6 bwrap starts: not for one call)
 READY_TIMEOUT = 10.0
 
 
 class Starter:
     """One starter process and its socket."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, walls: list[str], launch: Launch) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, walls: list[str], launch: Launch,
+                 awaited: bool = False) -> None:
         self.loop = loop
+        self.born = loop.time()
+        # Calls wait for it while it starts (a listing of many tools), or go their own way.
+        self.awaited = awaited
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = launch(walls, theirs)
@@ -213,6 +218,7 @@ class Pool:
         self.uses: dict[Any, int] = {}
         self.refused: set[Any] = set()  # walls whose starter could not start: bwrap per call
         self.handed = 0  # calls a starter started (the benchmark says how many)
+        self.wait_for_start = False  # (tests: every call through the starter, from the first)
 
     async def start_call(self, loop: asyncio.AbstractEventLoop, w: Wrapped,
                          factory: Callable[[], asyncio.SubprocessProtocol],
@@ -233,6 +239,9 @@ class Pool:
                 return None
             starter = self.starters[res.key] = Starter(loop, res.walls, launch)
         self.starters.move_to_end(res.key)
+        if (not starter.ready.done() and not (starter.awaited or self.wait_for_start)
+                and loop.time() < starter.born + READY_TIMEOUT):
+            return None  # it comes up meanwhile: this call gets a bwrap of its own
         try:
             ok = await asyncio.wait_for(asyncio.shield(starter.ready), READY_TIMEOUT)
         except TimeoutError:
@@ -254,7 +263,7 @@ class Pool:
         res = w.resident
         if (res is not None and res.key not in self.refused and res.key not in self.starters
                 and self._room()):
-            self.starters[res.key] = Starter(loop, res.walls, launch)
+            self.starters[res.key] = Starter(loop, res.walls, launch, awaited=True)
 
     def _same_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         if loop is not self.loop:  # (a test's, `kep sandbox`'s: the old one's are gone)
