@@ -1,7 +1,7 @@
 """Resident call starters: one process per set of walls, already inside them, that starts each
 call in namespaces of its own (_child_starter.py). A fresh bwrap per call cost ~10 ms of CPU (new
-user and network namespaces, a dozen mounts); a fork of a starter that built those walls once
-costs ~1.5 ms more than a plain fork and exec (tests/bench/sandbox_overhead.py).
+user and network namespaces, a dozen mounts); a call a starter makes costs about 2 ms more wall
+time and 3 ms more CPU than a plain exec (tests/bench/sandbox_overhead.py).
 
 A set of walls gets its starter at its third use (a tool called once or twice pays for none),
 and the calls that find it still starting get a bwrap of their own meanwhile; a listing of many
@@ -63,7 +63,6 @@ class Starter:
         self.next_id = 0
         self.sending = asyncio.Lock()
         self.alive = True
-        self.refusal: str | None = None  # why its walls could not be made here
         loop.add_reader(self.sock, self._readable)
 
     def _readable(self) -> None:
@@ -86,8 +85,7 @@ class Starter:
     def _dispatch(self, said: list[bytes], fds: list[int]) -> None:
         """One message of _child_starter.py's protocol."""
         what = said[0]
-        if what in (b"ready", b"refused"):
-            self.refusal = b" ".join(said[1:]).decode(errors="replace") or None
+        if what in (b"ready", b"refused"):  # (refused: bwrap per call; the why is its own)
             if not self.ready.done():
                 self.ready.set_result(what == b"ready")
             return
