@@ -162,11 +162,13 @@ def default_sandbox_settings() -> None:
     spawn.configure(SandboxConfig(), None)
 
 
-@pytest.fixture(params=["own bwrap", "resident starter"])
+@pytest.fixture(params=[pytest.param("own bwrap", marks=pytest.mark.slow), "resident starter"])
 def both_start_paths(request: pytest.FixtureRequest,
                      monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The test once with every call behind a bwrap of its own, once with every call started
-    by its walls' resident starter (security/sandbox/starters.py): the walls hold on both."""
+    by its walls' resident starter (security/sandbox/starters.py): the walls hold on both.
+    The bwrap twin is `slow` (the README's command runs the starter's, the newer path; every
+    other test's first calls take the bwrap path; `.ci/run` runs both)."""
     from tuiapp.security.sandbox import starters
 
     starters.pool.close()
