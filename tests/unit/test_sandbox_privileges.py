@@ -140,13 +140,13 @@ async def test_calls_running_together_cannot_see_or_signal_each_other(project: P
     """Two calls of one tool at once (one starter, in the resident variant): neither sees the
     other's processes in /proc, nor can it signal them."""
     r = runner(project)
-    sleeper = tool(project, "sleeper", "echo attack-ran; sleep 2.4242; echo woke")
+    sleeper = tool(project, "sleeper", "echo attack-ran; sleep 1.4242; echo woke")
     looker = tool(project, "looker", "echo attack-ran; sleep 0.5; "
                   "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done; "
-                  "pkill -9 -f 2.4242 2>&1; echo looked")
+                  "pkill -9 -f 1.4242 2>&1; echo looked")
     slept, looked = await asyncio.gather(run(r, sleeper, call_id="a"),
                                          run(r, looker, call_id="b"))
-    assert "looked" in looked.result and "2.4242" not in looked.result, looked.result
+    assert "looked" in looked.result and "1.4242" not in looked.result, looked.result
     assert "woke" in slept.result, slept.result
 
 
