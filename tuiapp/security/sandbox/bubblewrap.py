@@ -7,7 +7,7 @@ Why bwrap and not Landlock alone: Landlock allows by listing, so "everything rea
 bwrap gives all three with one exec, and Landlock stays free for a later per-call scope
 inside the fork server. That exec is not cheap: with kep's walls about 8 ms of CPU more than
 a plain exec on a 2-core VM (new namespaces, a dozen mounts, bwrap reading
-/proc/self/mountinfo at every bind). So walls used a second time get a resident starter
+/proc/self/mountinfo at every bind). So walls used a third time get a resident starter
 (starters.py, _child_starter.py) that holds them and makes each call's own namespaces in a fork.
 
 The walls, in bwrap's order (later mounts cover earlier ones):
