@@ -162,13 +162,16 @@ def default_sandbox_settings() -> None:
     spawn.configure(SandboxConfig(), None)
 
 
-@pytest.fixture(params=[pytest.param("own bwrap", marks=pytest.mark.slow), "resident starter"])
-def both_start_paths(request: pytest.FixtureRequest,
+@pytest.fixture(params=[pytest.param("own bwrap", marks=pytest.mark.slow), "call starter",
+                        "listing starter"])
+def every_start_path(request: pytest.FixtureRequest,
                      monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """The test once with every call behind a bwrap of its own, once with every call started
-    by its walls' resident starter (security/sandbox/starters.py): the walls hold on both.
-    The bwrap twin is `slow` (the README's command runs the starter's, the newer path; every
-    other test's first calls take the bwrap path; `.ci/run` runs both)."""
+    """The test once for each way kep starts a child behind the walls: a bwrap of its own; its
+    walls' resident starter making a spare per call (_child_starter.py); the same starter in
+    listing mode, a thread and a posix_spawn per child (_child_listing_starter.py), which
+    every child is started by here. The walls hold on all three. The bwrap twin is `slow` (the
+    README's command runs the starters', the newer paths; every other test's first calls take
+    the bwrap path; `.ci/run` runs all three)."""
     from tuiapp.security.sandbox import starters
 
     starters.pool.close()
@@ -180,9 +183,10 @@ def both_start_paths(request: pytest.FixtureRequest,
         monkeypatch.setattr(starters, "START_AT_USE", 1)
         monkeypatch.setattr(starters.pool, "wait_for_start", True)
         start_call = starters.Pool.start_call
+        listing = request.param == "listing starter"
 
         async def recorded(self: Any, *a: Any, **k: Any) -> Any:
-            got = await start_call(self, *a, **k)
+            got = await start_call(self, *a, **{**k, "listing": listing})
             handed.append(got is not None)
             return got
 

@@ -68,8 +68,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tuiapp/mcp/connection.py", "_log_tail"): "kep's own MCP log (state dir)",
     ("tuiapp/tools/call_output.py", "read_capped"): "a tool's output file in kep's spool",
     ("tuiapp/tools/forkserver.py", "start"): "kep's own boot script, shipped in the package",
-    ("tuiapp/security/sandbox/starters.py", "command"): "the starter's program, shipped in "
-                                                         "the package",
+    ("tuiapp/security/sandbox/starters.py", "_program"): "the starter's program, shipped in "
+                                                          "the package",
     ("tuiapp/security/sandbox/starter_transport.py", "_pid_of"): "/proc/self/fdinfo of a "
                                                                  "pidfd",
     ("tuiapp/security/sandbox/probe_memo.py", "key"): "the kernel's user namespace settings",
@@ -77,10 +77,14 @@ ALLOWED: dict[tuple[str, str], str] = {
     # the resident starter: runs inside the walls, never in kep, and opens only these
     ("tuiapp/security/sandbox/_child_starter.py", "read_mounts"): "/proc/self/mountinfo",
     ("tuiapp/security/sandbox/_child_starter.py", "__init__"): "/proc/self/ns/pid, cap_last_cap",
-    ("tuiapp/security/sandbox/_child_starter.py", "walls"): "/proc/self/uid_map and kin (written)",
+    ("tuiapp/security/sandbox/_child_starter.py", "map_user"): "/proc/self/uid_map and kin "
+                                                               "(written)",
     ("tuiapp/security/sandbox/_child_starter.py", "fresh_tmp"): "mount points (O_PATH), made empty",
     ("tuiapp/security/sandbox/_child_starter.py", "run"): "/dev/null as a call's stdin",
-    ("tuiapp/security/sandbox/_child_starter.py", "main"): "/dev/null over the starter's fd 0",
+    ("tuiapp/security/sandbox/_child_listing_starter.py", "main"): "/dev/null over the "
+                                                                   "starter's fd 0",
+    ("tuiapp/security/sandbox/_child_listing_starter.py", "__init__"): "/dev/null as a "
+                                                                       "lister's stdin",
     ("tuiapp/tools/listing_snapshot.py", "lookup"): "kep's own cache",
     ("tuiapp/security/trust.py", "_locked"): "kep's own lock file (state dir)",
     ("tuiapp/ui/screens/output_viewer.py", "read_tail"): "a spool file kep wrote (0600, "

@@ -13,9 +13,10 @@ PKG = Path(tuiapp.__file__).resolve().parent
 THE_ONE = PKG / "security" / "sandbox" / "spawn.py"
 # Programs that run INSIDE the sandbox (never in kep): the fork server forks the listings it
 # runs, in the tool's own interpreter and its own walls; the call starter forks and execs each
-# call it is handed, behind the walls it was started in.
+# call it is handed (a lister: posix_spawn from a thread), behind the walls it was started in.
 INSIDE = {PKG / "tools" / "forkserver_boot.py", PKG / "tools" / "formats" / "_child_python.py",
-          PKG / "security" / "sandbox" / "_child_starter.py"}
+          PKG / "security" / "sandbox" / "_child_starter.py",
+          PKG / "security" / "sandbox" / "_child_listing_starter.py"}
 
 STARTERS = {
     "subprocess": {"Popen", "run", "call", "check_call", "check_output", "getoutput",

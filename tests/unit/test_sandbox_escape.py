@@ -26,7 +26,7 @@ from tuiapp.security.sandbox.spawn import visible_python
 from tuiapp.settings import config
 from tuiapp.tools.runner import Runner
 
-pytestmark = pytest.mark.usefixtures("both_start_paths")
+pytestmark = pytest.mark.usefixtures("every_start_path")
 
 SECRET = "s3cr3t-d0-not-leak-4f1e"
 PY = visible_python()  # not one under /tmp, which is private inside

@@ -19,7 +19,7 @@ from test_sandbox_profile import needs_walls, runner_with
 from tuiapp.security.sandbox import profile, spawn, writable
 from tuiapp.settings.config_types import SandboxConfig
 
-pytestmark = pytest.mark.usefixtures("both_start_paths")
+pytestmark = pytest.mark.usefixtures("every_start_path")
 
 SECRET = "s3cr3t-h0les-7a2c"
 

@@ -23,7 +23,7 @@ PY = visible_python()
 pytestmark = [pytest.mark.skipif(
     spawn.mechanism().missing() is not None and os.environ.get("KEP_TEST_REQUIRE_SANDBOX") != "1",
     reason=f"no sandbox here: {spawn.mechanism().missing()}"),
-    pytest.mark.usefixtures("both_start_paths")]
+    pytest.mark.usefixtures("every_start_path")]
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ __all__ = ["asked", "web"]  # fixtures, used by name
 pytestmark = [pytest.mark.skipif(
     spawn.mechanism().missing() is not None and os.environ.get("KEP_TEST_REQUIRE_SANDBOX") != "1",
     reason=f"no sandbox here: {spawn.mechanism().missing()}"),
-    pytest.mark.usefixtures("both_start_paths")]
+    pytest.mark.usefixtures("every_start_path")]
 
 
 def direct(port: int) -> str:

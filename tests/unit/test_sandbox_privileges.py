@@ -1,9 +1,10 @@
 """Tools that try to take the walls down from inside (issue 23, item 9): undo a hidden path's
 cover, make a user namespace to get capabilities back, remount a read-only folder writable,
 write a kernel setting, see or signal another call, read what an earlier call left in /tmp.
-Each as a real tool call through the runner, and each once with a bwrap of its own per call
-and once through the walls' resident starter (security/sandbox/starters.py), which makes each
-call's namespaces itself. As root (CI), the first three succeed without the walls' dropped
+Each as a real tool call through the runner, once per way kep starts a child (conftest.py's
+every_start_path): a bwrap of its own per call, and the walls' resident starter
+(security/sandbox/starters.py), which makes each call's namespaces itself, in calls mode and in
+listing mode. As root (CI), the first three succeed without the walls' dropped
 capabilities and their seccomp filter."""
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ PY = visible_python()
 pytestmark = [pytest.mark.skipif(
     spawn.mechanism().missing() is not None and os.environ.get("KEP_TEST_REQUIRE_SANDBOX") != "1",
     reason=f"no sandbox here: {spawn.mechanism().missing()}"),
-    pytest.mark.usefixtures("both_start_paths")]
+    pytest.mark.usefixtures("every_start_path")]
 
 
 def runner(root: Path) -> Runner:

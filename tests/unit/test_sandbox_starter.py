@@ -1,15 +1,19 @@
-"""The walls' resident starter (security/sandbox/starters.py, _child_starter.py) under what a
-model or a tool can throw at it: many calls at once, arguments too big for its socket, bytes
-that are not UTF-8, a tab or a newline in an argument, the starter itself killed while calls
-run. Every call either runs under the walls with its own output, or is started with its own
-bwrap instead; none is lost, none gets another's output, nothing leaks."""
+"""The walls' resident starter (security/sandbox/starters.py, _child_starter.py and its listing
+mode, _child_listing_starter.py) under what a model or a tool can throw at it: many calls at
+once, arguments too big for its socket, bytes that are not UTF-8, a tab or a newline in an
+argument, a program that cannot start, the starter itself killed while calls run, a child that
+goes after the one beside it. Every call either runs under the walls with its own output, or is
+started with its own bwrap instead; none is lost, none gets another's output, nothing leaks.
+Every test runs in both modes: calls (a forked spare each) and listing (a thread each)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import signal
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_runner import run, tool
@@ -24,12 +28,21 @@ pytestmark = pytest.mark.skipif(
     reason=f"no sandbox here: {spawn.mechanism().missing()}")
 
 
-@pytest.fixture(autouse=True)
-def every_call_by_a_starter(monkeypatch: pytest.MonkeyPatch, project: Path) -> None:
+@pytest.fixture(autouse=True, params=["calls", "listing"])
+def every_call_by_a_starter(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+                            project: Path) -> str:
     monkeypatch.setattr(starters, "START_AT_USE", 1)
     monkeypatch.setattr(starters.pool, "wait_for_start", True)
+    start_call = starters.Pool.start_call
+    listing = request.param == "listing"
+
+    async def in_mode(self: starters.Pool, *a: Any, **k: Any) -> Any:
+        return await start_call(self, *a, **{**k, "listing": listing})
+
+    monkeypatch.setattr(starters.Pool, "start_call", in_mode)
     starters.pool.close()
     spawn.use_config(config.parse({"tools": {"builtins": False}}, "test", project))
+    return request.param
 
 
 def _fds() -> int:
@@ -117,3 +130,86 @@ async def test_calls_do_not_wait_for_a_starter_coming_up(project: Path,
     assert await asyncio.wait_for(asyncio.shield(starter.ready), 10)
     assert await echo(project, "late") == b"late|"
     assert starters.pool.handed == handed + 1
+
+
+# The shell's own line (a grep would read its own): "NSpid: <pid in this /proc> ... 1".
+OWN_NSPID = ('while read -r k v; do [ "$k" = NSpid: ] && echo "NSpid: $v"; done '
+             "< /proc/self/status")
+
+
+async def test_each_mode_gives_its_children_the_proc_it_should(project: Path,
+                                                                every_call_by_a_starter: str
+                                                                ) -> None:
+    """A call's spare mounts a /proc of the call's own PID namespace; a lister's is the
+    starter's, where it sees its own processes and nothing else (hidepid, Landlock)."""
+    got = await run_collect(["/bin/sh", "-c", OWN_NSPID + "; ls /proc | grep -c '^[0-9]'; "
+                             "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"],
+                            timeout=20, cwd=project, env=None)
+    nspid, count, cmdlines = got.stdout.decode().split("\n", 2)
+    levels = nspid.split()[1:]
+    assert len(levels) == (2 if every_call_by_a_starter == "listing" else 1), got
+    assert levels[-1] == "1" and int(count) < 6, got  # its pid 1, and only its own
+    assert "kep-call-starter" not in cmdlines and "-I -S" not in cmdlines, got
+
+
+# A child beside it: it says where it is (its pid in the /proc it sees) and sleeps.
+SLEEPER = OWN_NSPID + " > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; sleep 1.5; echo woke"
+# The one that goes after it, and after every process it cannot see: signal, environment,
+# memory, ptrace (ctypes), by the pid the sleeper gave and by every pid up to 400.
+ATTACKER = """
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+while not os.path.exists("{pidfile}"):
+    time.sleep(0.02)
+time.sleep(0.1)
+target = int(open("{pidfile}").read().split()[1])
+mine = open("/proc/self/status").read().split("NSpid:")[1].split()[0]
+reached = []
+for pid in [target, *range(1, 400)]:
+    if pid != 1:  # (signals and ptrace name pids of its own namespace: 1 is itself)
+        try:
+            os.kill(pid, 9)
+            reached.append(f"kill {{pid}}")
+        except OSError:
+            pass
+        if libc.ptrace(16, pid, None, None) == 0:  # PTRACE_ATTACH
+            reached.append(f"ptrace {{pid}}")
+    if str(pid) == mine:  # (its /proc's names: its own is there)
+        continue
+    for what, mode in (("environ", "rb"), ("mem", "r+b")):
+        try:
+            open(f"/proc/{{pid}}/{{what}}", mode).close()
+            reached.append(f"{{what}} {{pid}}")
+        except OSError:
+            pass
+print("reached:", reached)
+"""
+
+
+async def test_a_child_cannot_reach_the_one_beside_it_nor_the_starter(project: Path) -> None:
+    pidfile = project / "sleeper.pid"
+    env = {**os.environ, "SLEEPER_SECRET": "s3cr3t-beside-91b4"}
+    slept, attacked = await asyncio.gather(
+        run_collect(["/bin/sh", "-c", SLEEPER.format(pidfile=pidfile)], timeout=20,
+                    cwd=project, env=env),
+        run_collect([sys.executable, "-c", ATTACKER.format(pidfile=pidfile)], timeout=20,
+                    cwd=project, env=None))
+    out = attacked.stdout.decode() + attacked.stderr.decode()
+    assert "reached: []" in out, out
+    assert "s3cr3t-beside" not in out
+    assert slept.stdout.strip() == b"woke", slept
+
+
+async def test_a_program_that_cannot_start_says_why_and_the_next_one_runs(project: Path) -> None:
+    """One kep can run but the walls hide (under ~/.ssh): its exec fails inside them."""
+    await echo(project, "warm")
+    hidden = Path(os.environ["HOME"]) / ".ssh" / "prog"
+    hidden.parent.mkdir(parents=True, exist_ok=True)
+    hidden.write_text("#!/bin/sh\necho never\n")
+    hidden.chmod(0o755)
+    handed = starters.pool.handed
+    got = await run_collect([str(hidden)], timeout=20, cwd=project, env=None)
+    assert got.exit_code == 127 and b"never" not in got.stdout, got
+    assert got.stderr.startswith(b"kep: sandbox: cannot run ") and got.stderr.count(b"\n") == 1
+    assert await echo(project, "next") == b"next|"
+    assert starters.pool.handed == handed + 2

@@ -2,7 +2,8 @@
 bubblewrap walls, with the capabilities of that sandbox's user namespace, and starts each call
 in namespaces of its own: what a fresh bwrap did per call, for a fork instead of an exec of
 bwrap (~10 ms of CPU). Stdlib only, no kep imports, and only C modules beside ctypes (every
-object here is memory each fork copies): it is passed to `python -I -S -c`.
+object here is memory each fork copies): it is passed to `python -I -S -c`, followed by
+_child_listing_starter.py (listing mode, and main()).
 
 It keeps one "spare" child ready, walls already up; a call is handed to it, it execs it, and
 the next spare is made once the call ends (a call waits only for its exec). A spare has:
@@ -14,8 +15,8 @@ the next spare is made once the call ends (a call waits only for its exec). A sp
   included), no_new_privs, and a seccomp filter that refuses a new user namespace (bwrap's
   --disable-userns: one would bring capabilities back).
 
-Arguments: the user's uid and gid ("-" for both when kep runs as root), and the seccomp filter
-(seccomp_filter.py) in hex. Protocol on fd 0, a
+Arguments: the user's uid and gid ("-" for both when kep runs as root), the seccomp filter
+(seccomp_filter.py) in hex, and "calls" or "listing" (the mode). Protocol on fd 0, a
 SOCK_SEQPACKET socket, one message each way, fields separated by NUL (exec allows none in its
 strings), descriptors attached:
   starter -> kep  "ready" once its first spare stands, or "refused" WHY (and it exits)
@@ -31,7 +32,6 @@ import _signal
 import _socket
 import _struct
 import ctypes
-import gc
 import os
 import select
 import sys
@@ -291,15 +291,18 @@ class Starter:
         for p in self.covers:
             self.bind(p, p, read_only=True)
         if self.uid is not None:  # the user's own ids, not the starter's root, for the call
-            check(libc.unshare(CLONE_NEWUSER), "userns")
-            for name, text in (("setgroups", "deny"), ("uid_map", f"{self.uid} 0 1"),
-                               ("gid_map", f"{self.gid} 0 1")):
-                with open("/proc/self/" + name, "w") as f:
-                    f.write(text)
+            self.map_user()
         self.drop_privileges()
         os.setsid()
         for sig in IGNORED_BY_PYTHON:  # what is ignored stays ignored across an exec
             _signal.signal(sig, _signal.SIG_DFL)
+
+    def map_user(self):
+        check(libc.unshare(CLONE_NEWUSER), "userns")
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{self.uid} 0 1"),
+                           ("gid_map", f"{self.gid} 0 1")):
+            with open("/proc/self/" + name, "w") as f:
+                f.write(text)
 
     def run(self, fields, fds, failed):
         _, cwd, argc = fields[:3]
@@ -356,29 +359,3 @@ class Starter:
         check(libc.prctl(PR_CAP_AMBIENT, 4, 0, 0, 0), "ambient")  # CLEAR_ALL
         check(libc.capset(self.cap_header, self.cap_data), "capset")
 
-
-def main():
-    sock = _socket.socket(fileno=os.dup(0))
-    os.dup2(os.open("/dev/null", os.O_RDONLY), 0)  # the socket lives on another number
-    if not hasattr(os, "pidfd_open") or not sys.argv[3]:
-        sock.sendmsg([b"refused\0no call starter for this platform"])
-        return
-    uid, gid = (None, None) if sys.argv[1] == "-" else (int(sys.argv[1]), int(sys.argv[2]))
-    try:
-        starter = Starter(sock, uid, gid)
-    except OSError as e:
-        sock.sendmsg([b"refused\0" + str(e).encode()])
-        return
-    _signal.signal(_signal.SIGPIPE, _signal.SIG_IGN)
-    # No collector: what it would touch in each forked spare is memory copied for nothing.
-    gc.disable()
-    gc.freeze()
-    libc.malloc_trim(0)  # (the heap left by start-up: each spare would copy its page tables)
-    try:
-        starter.serve()
-    except (BrokenPipeError, ConnectionError):
-        pass
-
-
-main()
-sys.exit(0)

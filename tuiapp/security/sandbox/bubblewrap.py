@@ -53,7 +53,7 @@ _Built = tuple[list[str], list[str], dict[str, str]]
 class Bubblewrap(Mechanism):
     name = "bubblewrap"
     how = ("a bwrap per call; walls used again get a resident starter that forks each call "
-           "into namespaces of its own")
+           "into namespaces of its own (listers: a thread and a posix_spawn each)")
 
     def __init__(self, binary: str | None = None) -> None:
         self.binary = binary or shutil.which("bwrap")

@@ -338,7 +338,7 @@ async def exec_protocol(loop: asyncio.AbstractEventLoop, factory: Callable[[], A
     w = prepare(argv, cwd=cwd, env=env, kind=kind, tool=tool, call_files=call_files)
     if w.resident is not None and kw.get("stdout") == kw.get("stderr") == subprocess.PIPE:
         started = await starters.pool.start_call(loop, w, factory, cwd, kw.get("stdin"),
-                                                 _launch_starter)
+                                                 _launch_starter, listing=kind == "lister")
         if started is not None:
             return started
     return await loop.subprocess_exec(factory, *w.argv, cwd=cwd, env=w.env, **kw)
@@ -353,9 +353,9 @@ async def warm(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str,
         starters.pool.warm(asyncio.get_running_loop(), w, _launch_starter)
 
 
-def _launch_starter(wall_args: list[str], sock: Any) -> subprocess.Popen[bytes]:
+def _launch_starter(wall_args: list[str], sock: Any, mode: str) -> subprocess.Popen[bytes]:
     """kep's own helper: a call starter behind the walls, its socket on fd 0 (starters.py)."""
-    return subprocess.Popen(starters.command(wall_args, visible_python()), stdin=sock,
+    return subprocess.Popen(starters.command(wall_args, visible_python(), mode), stdin=sock,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=starters.own_env(), close_fds=True, start_new_session=True)
 

@@ -5,7 +5,8 @@ time and 3 ms more CPU than a plain exec (tests/bench/sandbox_overhead.py).
 
 A set of walls gets its starter at its third use (a tool called once or twice pays for none),
 and the calls that find it still starting get a bwrap of their own meanwhile; a listing of many
-tools gets one first, and its calls wait for it. Everything here may decline:
+tools gets one first, and its calls wait for it. Listers go to a starter of their own in listing
+mode (_child_listing_starter.py): a thread and a posix_spawn each, where a call costs a fork. Everything here may decline:
 start_call() returning None means "start this call with its own bwrap", which is always right.
 """
 
@@ -15,10 +16,13 @@ import array
 import asyncio
 import contextlib
 import errno
+import functools
+import marshal
 import os
 import signal
 import socket
 import subprocess
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -34,9 +38,11 @@ from tuiapp.security.sandbox.starter_transport import (
     pidfds_tell_pids,
 )
 
-SOURCE = Path(__file__).with_name("_child_starter.py")
-# spawn.py's: starts the starter behind these walls, the socket as its fd 0
-Launch = Callable[[list[str], socket.socket], Any]
+# The starter's program: its calls mode, then its listing mode and main().
+SOURCES = [Path(__file__).with_name(name)
+           for name in ("_child_starter.py", "_child_listing_starter.py")]
+# spawn.py's: starts the starter behind these walls in this mode, the socket as its fd 0
+Launch = Callable[[list[str], socket.socket, str], Any]
 MAX_STARTERS = 4  # idle ones beyond this are ended, least recently used first
 START_AT_USE = 3  # (its start costs ~50 ms of CPU, ~6 bwrap starts: not for one call)
 READY_TIMEOUT = 10.0
@@ -46,14 +52,14 @@ class Starter:
     """One starter process and its socket."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, walls: list[str], launch: Launch,
-                 awaited: bool = False) -> None:
+                 mode: str, awaited: bool = False) -> None:
         self.loop = loop
         self.born = loop.time()
         # Calls wait for it while it starts (a listing of many tools), or go their own way.
         self.awaited = awaited
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self.proc = launch(walls, theirs)
+            self.proc = launch(walls, theirs, mode)
         finally:
             theirs.close()
         self.sock.setblocking(False)
@@ -220,23 +226,27 @@ class Pool:
 
     async def start_call(self, loop: asyncio.AbstractEventLoop, w: Wrapped,
                          factory: Callable[[], asyncio.SubprocessProtocol],
-                         cwd: Path | str | None, stdin: object, launch: Launch
+                         cwd: Path | str | None, stdin: object, launch: Launch,
+                         listing: bool = False
                          ) -> tuple[CallTransport, asyncio.SubprocessProtocol] | None:
-        """Start the call `w` with its walls' starter; None: start it with its own bwrap."""
+        """Start the call `w` with its walls' starter; None: start it with its own bwrap.
+        A lister (`listing`) goes to a starter in listing mode (_child_listing_starter.py)."""
         res = w.resident
         if (res is None or w.env is None or stdin not in (subprocess.PIPE, subprocess.DEVNULL)
                 or not pidfds_tell_pids()):
             return None
         self._same_loop(loop)
-        if res.key in self.refused:
+        mode = "listing" if listing else "calls"
+        key = (res.key, mode)
+        if key in self.refused:
             return None
-        starter = self.starters.get(res.key)
+        starter = self.starters.get(key)
         if starter is None or not starter.alive:
-            uses = self.uses[res.key] = self.uses.get(res.key, 0) + 1
+            uses = self.uses[key] = self.uses.get(key, 0) + 1
             if uses < START_AT_USE or not self._room():
                 return None
-            starter = self.starters[res.key] = Starter(loop, res.walls, launch)
-        self.starters.move_to_end(res.key)
+            starter = self.starters[key] = Starter(loop, res.walls, launch, mode)
+        self.starters.move_to_end(key)
         if (not starter.ready.done() and not (starter.awaited or self.wait_for_start)
                 and loop.time() < starter.born + READY_TIMEOUT):
             return None  # it comes up meanwhile: this call gets a bwrap of its own
@@ -246,8 +256,8 @@ class Pool:
             ok = False
         if not ok:  # the walls for calls cannot be made this way here: bwrap per call
             starter.close()
-            self.starters.pop(res.key, None)
-            self.refused.add(res.key)
+            self.starters.pop(key, None)
+            self.refused.add(key)
             return None
         started = await starter.run(factory, res.argv, w.env,
                                     str(cwd) if cwd is not None else None,
@@ -256,12 +266,14 @@ class Pool:
         return started
 
     def warm(self, loop: asyncio.AbstractEventLoop, w: Wrapped, launch: Launch) -> None:
-        """Start the starter for these walls now, without a call: many are coming (a listing)."""
+        """Start the listing starter for these walls now, without a call: many listers are
+        coming."""
         self._same_loop(loop)
         res = w.resident
-        if (res is not None and res.key not in self.refused and res.key not in self.starters
+        key = (res.key, "listing") if res is not None else None
+        if (res is not None and key not in self.refused and key not in self.starters
                 and self._room()):
-            self.starters[res.key] = Starter(loop, res.walls, launch, awaited=True)
+            self.starters[key] = Starter(loop, res.walls, launch, "listing", awaited=True)
 
     def _same_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         if loop is not self.loop:  # (a test's, `kep sandbox`'s: the old one's are gone)
@@ -289,14 +301,30 @@ class Pool:
 pool = Pool()
 
 
-def command(walls: list[str], python: str) -> list[str]:
+# The starter's interpreter runs its program from the next argument: compiled (marshal), when
+# it is kep's own interpreter (compiling the source cost each start ~8 ms of CPU), else source.
+BOOT = ("import sys\nkind, _, code = sys.argv.pop(1).partition(':')\n"
+        "if kind == 'marshal':\n    import marshal\n    exec(marshal.loads(bytes.fromhex(code)))\n"
+        "else:\n    exec(compile(code, 'kep-call-starter', 'exec'))\n")
+
+
+@functools.cache
+def _program(compiled: bool) -> str:
+    source = "\n".join(path.read_text(encoding="utf-8") for path in SOURCES)
+    if not compiled:
+        return "source:" + source
+    return "marshal:" + marshal.dumps(compile(source, "kep-call-starter", "exec", optimize=2)).hex()
+
+
+def command(walls: list[str], python: str, mode: str) -> list[str]:
     """The starter behind `walls`: stdlib only, in an interpreter the walls show (-I: nothing
     of the project on its path; -S: no site), with the user's own ids to give calls back and
     the seccomp filter, or None where kep has no filter for this machine."""
     ids = ["-", "-"] if os.getuid() == 0 else [str(os.getuid()), str(os.getgid())]
     filt = seccomp_filter.program()
-    return [*walls, "--", python, "-I", "-S", "-c", SOURCE.read_text(encoding="utf-8"), *ids,
-            filt.hex() if filt is not None else ""]
+    program = _program(os.path.realpath(python) == os.path.realpath(sys.executable))
+    return [*walls, "--", python, "-I", "-S", "-c", BOOT, program, *ids,
+            filt.hex() if filt is not None else "", mode]
 
 
 def own_env() -> dict[str, str]:
