@@ -213,3 +213,14 @@ async def test_a_program_that_cannot_start_says_why_and_the_next_one_runs(projec
     assert got.stderr.startswith(b"kep: sandbox: cannot run ") and got.stderr.count(b"\n") == 1
     assert await echo(project, "next") == b"next|"
     assert starters.pool.handed == handed + 2
+
+
+async def test_a_child_holds_no_descriptor_but_its_own_three(project: Path) -> None:
+    """Not kep's socket, not the starter's, not a copy of its own pipes, not another call's."""
+    await echo(project, "warm")
+    held = ("import os, time\ntime.sleep(0.2)\nopen_fds = []\nfor fd in range(1024):\n"
+            "    try:\n        os.fstat(fd)\n        open_fds.append(fd)\n"
+            "    except OSError:\n        pass\nprint(open_fds)")
+    outs = await asyncio.gather(*(run_collect([sys.executable, "-I", "-c", held], timeout=20,
+                                              cwd=project, env=None) for _ in range(5)))
+    assert [o.stdout.strip() for o in outs] == [b"[0, 1, 2]"] * 5, outs

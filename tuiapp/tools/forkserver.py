@@ -21,7 +21,7 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 
 from tuiapp.security.sandbox import spawn
@@ -172,11 +172,13 @@ class ForkingLister:
         served = [cmd for cmd, members in groups.items()
                   if servers and cmd is not None and len(members) >= MIN_SCRIPTS]
         rest = [p for cmd, members in groups.items() if cmd not in served for p in members]
-        if len(rest) > 1:  # their walls' starter comes up while the servers list theirs
-            await spawn.warm([str(rest[0])], cwd=self.cwd, env=self.env, kind="lister")
-        for cmd in served:
-            server = PyForkServer(cmd, self.cwd, self.env)  # type: ignore[arg-type]
-            if await server.start(start_timeout):
+        servers = [PyForkServer(cmd, self.cwd, self.env) for cmd in served]  # type: ignore[arg-type]
+        starting: list[Awaitable[bool | None]] = [s.start(start_timeout) for s in servers]
+        if len(rest) > 1:  # their walls' starter comes up while the servers start and list
+            starting.append(spawn.warm([str(rest[0])], cwd=self.cwd, env=self.env, kind="lister"))
+        ups = (await asyncio.gather(*starting))[:len(servers)]
+        for cmd, server, up in zip(served, servers, ups, strict=True):
+            if up:
                 self._servers.append(server)
                 self._route.update({str(p): server for p in groups[cmd]})
 

@@ -211,7 +211,9 @@ class Starter:
                 self.spare = None  # the next request tries again
 
     def request(self):
-        msg, anc, _flags, _addr = self.sock.recvmsg(MAX_MESSAGE, FDS_SPACE)
+        # (close-on-exec: a lister's posix_spawn keeps no copy of them beyond its 0, 1, 2)
+        msg, anc, _flags, _addr = self.sock.recvmsg(MAX_MESSAGE, FDS_SPACE,
+                                                    _socket.MSG_CMSG_CLOEXEC)
         fds = fds_of(anc)
         if not msg:
             return False

@@ -301,11 +301,11 @@ def prepare(argv: Sequence[str], *, cwd: Path | str | None, env: Mapping[str, st
     programs = exec_check.programs(argv, env, cwd)
     prof = profile_for(cwd, tool=tool, server=server, call_files=call_files)
     # Programs on the child's PATH stay runnable: a PATH folder under /tmp (which the private
-    # /tmp would hide) is shown read-only, as tool folders outside the root are.
-    on_path = [Path(d) for d in (env if env is not None else os.environ).get("PATH", "")
-               .split(os.pathsep) if d.startswith("/tmp/") and os.path.isdir(d)]
+    # /tmp would hide) is shown read-only, as tool folders outside the root are (in it: shown).
+    on_path = [Path(d) for d in (env if env is not None else os.environ).get("PATH", "").split(
+        os.pathsep) if d.startswith("/tmp/") and not under(d, prof.root) and os.path.isdir(d)]
     on_path += [Path(real).parent for real in map(os.path.realpath, programs)
-                if real.startswith("/tmp/")]
+                if real.startswith("/tmp/") and not under(real, prof.root)]
     if visible or on_path:
         prof = dataclasses.replace(prof, visible=(*prof.visible, *visible, *on_path))
     if kind == "mcp":  # a `kep mcp serve` reads its project's trust decision (read-only)

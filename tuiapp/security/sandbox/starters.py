@@ -6,8 +6,9 @@ time and 3 ms more CPU than a plain exec (tests/bench/sandbox_overhead.py).
 A set of walls gets its starter at its third use (a tool called once or twice pays for none),
 and the calls that find it still starting get a bwrap of their own meanwhile; a listing of many
 tools gets one first, and its calls wait for it. Listers go to a starter of their own in listing
-mode (_child_listing_starter.py): a thread and a posix_spawn each, where a call costs a fork. Everything here may decline:
-start_call() returning None means "start this call with its own bwrap", which is always right.
+mode (_child_listing_starter.py): a thread and a posix_spawn each, where a call costs a fork.
+Everything here may decline: start_call() returning None means "start this call with its own
+bwrap", which is always right.
 """
 
 from __future__ import annotations
