@@ -121,10 +121,13 @@ class ListingStarter(Starter):
         pid = self.in_thread(self.start_lister, fields, fds)
         if isinstance(pid, bytes):  # as a spare's call: why, on its stderr, and a failed run
             os.write(fds[1], pid)
-            pid = os.fork()  # (here: the thread's PID namespace died with its exec)
+            try:
+                pid = os.fork()  # (here: the thread's PID namespace died with its exec)
+            except OSError as e:
+                pid = e
             if pid == 0:
                 os._exit(127)
-        elif isinstance(pid, OSError):  # no process to be had: kep says so
+        if isinstance(pid, OSError):  # no process to be had: kep says so
             self.send(b"failed", fields[0], b"%d" % (pid.errno or 11))
             return
         pidfd = os.pidfd_open(pid)
