@@ -2,7 +2,7 @@
 """Sandbox overhead: one tool call, and cold discovery, with and without the walls, in one run
 (same interpreter, alternating rounds, medians). The mechanism is named in the output.
 
-    .venv/bin/python tests/bench/sandbox_overhead.py [--calls 40] [--rounds 3] [--reps 5]
+    .venv/bin/python tests/bench/sandbox_overhead.py [--calls 40] [--rounds 3] [--reps 9]
                                                      [--tools 100]
 
 Per call: a trivial `#!/bin/sh` keprompt tool run through the runner (what a model's call
@@ -18,8 +18,10 @@ kep's walls, and nsenter (how a call with network joins the namespace of kep's p
 
 Discovery: `kep functions --json` in a fresh process with an empty declaration cache on a
 corpus of half Python, half shell tools (the fork server and the listers are children too),
-walls on vs `KEP_SANDBOX_MECHANISM=none`; the sandbox's private caches and its remembered
-probe are kept between runs (as the user's own caches are, without the walls).
+walls on vs `KEP_SANDBOX_MECHANISM=none`, in pairs whose order turns each time; the sandbox's
+private caches and its remembered probe are kept between runs (as the user's own caches are,
+without the walls). Printed: the ratio of the medians, and the median and range of each
+pair's ratio (a machine's drift shows in the range, not in the median).
 Targets (issue 23): <= 5 ms more per call; discovery within 10%.
 """
 
@@ -244,7 +246,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=40, help="timed calls per round")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--reps", type=int, default=5, help="discovery runs each way")
+    ap.add_argument("--reps", type=int, default=9, help="discovery runs each way")
     ap.add_argument("--tools", type=int, default=100)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -297,15 +299,18 @@ def main() -> None:
         d_on, d_off = [], []
         discovery(root, env, True)  # untimed: the page cache, the sandbox's private cache
         discovery(root, env, False)
-        for _ in range(a.reps):
-            d_off.append(discovery(root, env, False))
-            d_on.append(discovery(root, env, True))
+        for i in range(a.reps):  # in pairs, the order turned each time: drift cancels
+            for walls in ((False, True) if i % 2 == 0 else (True, False)):
+                (d_on if walls else d_off).append(discovery(root, env, walls))
         w_off = statistics.median(w for w, _ in d_off)
         w_on = statistics.median(w for w, _ in d_on)
         c_off = statistics.median(c for _, c in d_off)
         c_on = statistics.median(c for _, c in d_on)
+        pairs = sorted(on[0] / off[0] for on, off in zip(d_on, d_off, strict=True))
         print(f"discovery ({a.tools} tools, cold)  without {w_off * 1000:7.1f} ms   with "
               f"{w_on * 1000:7.1f} ms   ratio {w_on / w_off:.3f} (target <= 1.10)")
+        print(f"  ratio of each pair        median {statistics.median(pairs):.3f}   "
+              f"from {pairs[0]:.3f} to {pairs[-1]:.3f} ({len(pairs)} pairs)")
         if c_off == c_off:
             print(f"  CPU of the process tree   without {c_off * 1000:7.1f} ms   with "
                   f"{c_on * 1000:7.1f} ms   ratio {c_on / c_off:.3f}")
