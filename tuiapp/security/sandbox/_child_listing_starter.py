@@ -118,20 +118,20 @@ class ListingStarter(Starter):
 
     def hand_over(self, msg, fds):
         fields = msg.split(b"\0")
-        pid = self.in_thread(self.start_lister, fields, fds)
-        if isinstance(pid, bytes):  # as a spare's call: why, on its stderr, and a failed run
-            os.write(fds[1], pid)
+        got = self.in_thread(self.start_lister, fields, fds)  # a pid, why not, or an OSError
+        if isinstance(got, bytes):  # as a spare's call: why, on its stderr, and a failed run
+            os.write(fds[1], got)
             try:
-                pid = os.fork()  # (here: the thread's PID namespace died with its exec)
+                got = os.fork()  # (here: the thread's PID namespace died with its exec)
             except OSError as e:
-                pid = e
-            if pid == 0:
+                got = e
+            if got == 0:
                 os._exit(127)
-        if isinstance(pid, OSError):  # no process to be had: kep says so
-            self.send(b"failed", fields[0], b"%d" % (pid.errno or 11))
+        if isinstance(got, OSError):  # no process to be had: kep says so
+            self.send(b"failed", fields[0], b"%d" % (got.errno or 11))
             return
-        pidfd = os.pidfd_open(pid)
-        self.calls[pidfd] = (fields[0], pid)
+        pidfd = os.pidfd_open(got)
+        self.calls[pidfd] = (fields[0], got)
         self.poll.register(pidfd, select.EPOLLIN)
         self.send(b"started", fields[0], fds=[pidfd])
 

@@ -312,9 +312,11 @@ BOOT = ("import sys\nkind, _, code = sys.argv.pop(1).partition(':')\n"
 @functools.cache
 def _program(compiled: bool) -> str:
     source = "\n".join(path.read_text(encoding="utf-8") for path in SOURCES)
-    code = marshal.dumps(compile(source, "kep-call-starter", "exec", optimize=2)).hex()
-    # (exec takes at most 128 KB in one argument: ~76 KB now)
-    return "marshal:" + code if compiled and len(code) < 120_000 else "source:" + source
+    if compiled:
+        code = marshal.dumps(compile(source, "kep-call-starter", "exec", optimize=2)).hex()
+        if len(code) < 120_000:  # (exec takes at most 128 KB in one argument: ~76 KB now)
+            return "marshal:" + code
+    return "source:" + source
 
 
 def command(walls: list[str], python: str, mode: str) -> list[str]:
